@@ -1,1 +1,62 @@
-fn main() {}
+//! `doppler`: the headless face of the DOPPLER engine.
+
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "doppler", version, about = "Run local language models on DOPPLER's own GPU engine")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List GPU adapters with their backend, driver, features and limits.
+    Devices(commands::devices::DevicesArgs),
+    /// Print the token ids of a text (no BOS, special tokens parsed).
+    Tokenize(commands::tokenize::TokenizeArgs),
+    /// Generate a reply to one prompt, streaming it to stdout.
+    Run(commands::run::RunArgs),
+    /// Chat interactively with a model.
+    Chat(commands::chat::ChatArgs),
+    /// Measure perplexity over a text file (llama.cpp's definition).
+    Perplexity(commands::perplexity::PerplexityArgs),
+    /// Manage installed models.
+    Models(commands::models::ModelsArgs),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("DOPPLER_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Devices(args) => commands::devices::run(args),
+        Command::Tokenize(args) => commands::tokenize::run(args),
+        Command::Run(args) => commands::run::run(args),
+        Command::Chat(args) => commands::chat::run(args),
+        Command::Perplexity(args) => commands::perplexity::run(args),
+        Command::Models(args) => commands::models::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One clear line: the chain of causes, no backtrace.
+            let mut message = error.to_string();
+            for cause in error.chain().skip(1) {
+                let cause = cause.to_string();
+                if !message.contains(&cause) {
+                    message.push_str(": ");
+                    message.push_str(&cause);
+                }
+            }
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -3,6 +3,7 @@
 //!
 //! The engine has no UI dependency: the CLI and the desktop app both sit on top of it.
 
+pub mod evaluate;
 pub mod generate;
 pub mod gguf;
 pub mod gpu;
@@ -11,3 +12,9 @@ pub mod model;
 pub mod quant;
 pub mod store;
 pub mod tokenizer;
+
+pub use generate::{
+    CancelToken, Engine, EngineOptions, GenerateError, GenerateOptions, GenerationSummary, LoadOptions, LoadProgress, LoadedModel, ModelInfo, Session, StopReason, TokenEvent,
+};
+pub use kernels::sampling::SamplingParams;
+pub use tokenizer::{ChatMessage, Role};

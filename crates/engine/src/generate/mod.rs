@@ -1,1 +1,47 @@
-//! (in progress)
+//! Generation: the engine and loaded models, sessions with their own KV cache, prefill and
+//! decode steps, GPU sampling, streaming with stop strings, and cancellation.
+
+mod cancel;
+mod engine;
+mod session;
+mod stop_strings;
+
+pub use cancel::CancelToken;
+pub use engine::{Engine, EngineOptions, LoadOptions, LoadProgress, LoadedModel, ModelInfo};
+pub use session::{GenerateOptions, GenerationSummary, Session, StopReason, TokenEvent};
+pub use stop_strings::{Filtered, StopStringFilter};
+
+use crate::{
+    gguf::GgufError,
+    gpu::{GpuError, GpuInitError},
+    kernels::KernelError,
+    model::ModelError,
+    tokenizer::{TemplateError, TokenizerError},
+};
+
+/// Why loading or generating failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error(transparent)]
+    GpuInit(#[from] GpuInitError),
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    #[error(transparent)]
+    Gguf(#[from] GgufError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    #[error("invalid model: {0}")]
+    InvalidModel(String),
+    #[error("the prompt is empty")]
+    EmptyPrompt,
+    #[error("the prompt is {prompt_tokens} tokens but the context holds {context_len}; shorten it or load the model with a longer context")]
+    PromptTooLong { prompt_tokens: usize, context_len: usize },
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+}

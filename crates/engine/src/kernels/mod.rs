@@ -1,1 +1,57 @@
-//! (in progress)
+//! Rust side of the WGSL kernels: each module records its dispatches into an `OpList`
+//! and is tested against a CPU reference.
+
+use crate::gpu::PipelineError;
+
+pub mod attention;
+pub mod elementwise;
+pub mod norm;
+pub mod rope;
+
+/// Why a kernel could not be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    #[error("{kernel}: weight type {ty} is not supported")]
+    UnsupportedType { kernel: &'static str, ty: &'static str },
+    #[error("{kernel}: {message}")]
+    InvalidShape { kernel: &'static str, message: String },
+}
+
+use crate::gpu::{grid, Define, Dispatch, GpuContext, Workgroups};
+
+/// Threads per workgroup of the norm, rope, attention and element-wise kernels.
+pub(crate) const WORKGROUP_SIZE: u32 = 64;
+
+/// Builds a dispatch of `entry` in `shader` with `buffers` bound in order.
+pub(crate) fn make_dispatch(
+    ctx: &GpuContext,
+    label: &str,
+    shader: &str,
+    entry: &str,
+    defines: &[Define],
+    buffers: &[&wgpu::Buffer],
+    workgroups: Workgroups,
+) -> Result<Dispatch, KernelError> {
+    let pipeline = ctx.pipeline(shader, entry, defines)?;
+    let bind_group = ctx.bind_group(label, &pipeline, buffers);
+    Ok(Dispatch { label: label.to_string().into(), pipeline, bind_group, workgroups })
+}
+
+/// Enough workgroups of `WORKGROUP_SIZE` threads for `threads_per_token` threads per token.
+pub(crate) fn threads_per_token(ctx: &GpuContext, threads_per_token: u32) -> Workgroups {
+    let max = ctx.caps.max_workgroups_per_dimension;
+    Workgroups::PerStep(Box::new(move |n_tokens| grid((n_tokens * threads_per_token).div_ceil(WORKGROUP_SIZE), max)))
+}
+
+/// One workgroup for each of `groups_per_token` groups of every token.
+pub(crate) fn workgroups_per_token(ctx: &GpuContext, groups_per_token: u32) -> Workgroups {
+    let max = ctx.caps.max_workgroups_per_dimension;
+    Workgroups::PerStep(Box::new(move |n_tokens| grid(n_tokens * groups_per_token, max)))
+}
+
+/// `WG` for the shared kernels, plus `F16` where KV caches are stored in half precision.
+pub(crate) fn base_defines() -> Vec<Define> {
+    vec![Define::u32("WG", WORKGROUP_SIZE)]
+}

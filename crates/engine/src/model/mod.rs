@@ -1,1 +1,43 @@
-//! (in progress)
+//! Model architectures: configuration from GGUF metadata, weights on the GPU, and the
+//! forward pass recorded as op lists (one file per architecture for its layer).
+
+mod config;
+mod forward;
+mod gemma3;
+mod llama;
+mod weights;
+
+pub use config::{Architecture, ModelConfig, SUPPORTED_WEIGHT_TYPES};
+pub use forward::{Activations, ForwardGraph, ForwardMode, StepTail};
+pub use weights::{LayerWeights, ModelWeights};
+
+use crate::{
+    gguf::GgufError,
+    gpu::{GpuError, WeightUploadError},
+    kernels::KernelError,
+};
+
+/// Why a model could not be loaded or run.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error(transparent)]
+    Gguf(#[from] GgufError),
+    #[error("architecture '{0}' is not supported (supported: gemma3, llama)")]
+    UnsupportedArchitecture(String),
+    #[error("metadata key '{0}' is missing")]
+    MissingMetadata(String),
+    #[error("invalid model configuration: {0}")]
+    InvalidConfig(String),
+    #[error("tensor '{0}' is missing")]
+    MissingTensor(String),
+    #[error("tensor '{name}' has shape {found:?}, expected {expected:?}")]
+    TensorShape { name: String, expected: Vec<u64>, found: Vec<u64> },
+    #[error("tensor '{name}' has type {ty}, which the engine has no kernel for")]
+    UnsupportedTensorType { name: String, ty: &'static str },
+    #[error(transparent)]
+    Upload(#[from] WeightUploadError),
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+}

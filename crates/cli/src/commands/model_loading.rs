@@ -1,0 +1,36 @@
+//! Resolving `--model` (a path or an installed model's name) and loading it with progress on stderr.
+
+use std::{path::PathBuf, sync::Arc};
+
+use anyhow::{Context, Result};
+use doppler_engine::{store::ModelStore, Engine, EngineOptions, LoadOptions, LoadedModel};
+
+#[derive(clap::Args, Clone)]
+pub struct ModelArgs {
+    /// A GGUF file, or the name of an installed model (see `doppler models list`).
+    #[arg(long, short)]
+    pub model: String,
+    /// Context length in tokens (default: the model's, capped at 4096).
+    #[arg(long)]
+    pub ctx: Option<u32>,
+}
+
+pub fn resolve_model_path(name_or_path: &str) -> Result<PathBuf> {
+    let as_path = PathBuf::from(name_or_path);
+    if as_path.is_file() {
+        return Ok(as_path);
+    }
+    let store = ModelStore::default_location().context("opening the model store")?;
+    Ok(store.resolve(name_or_path)?)
+}
+
+pub fn load(args: &ModelArgs) -> Result<Arc<LoadedModel>> {
+    let path = resolve_model_path(&args.model)?;
+    let engine = Engine::new(EngineOptions::default())?;
+    let options = LoadOptions { context_len: args.ctx, ..Default::default() };
+    let model = engine
+        .load_model(&path, options, &mut |_| {})
+        .with_context(|| format!("loading {}", path.display()))?;
+    tracing::info!(model = %model.info().name, gpu = %engine.gpu().describe(), "model loaded");
+    Ok(model)
+}

@@ -1,0 +1,173 @@
+use std::{path::Path, sync::Arc};
+
+use serde::Serialize;
+
+use super::{session::Session, GenerateError};
+use crate::{
+    gguf::GgufFile,
+    gpu::{GpuContext, GpuOptions},
+    model::{ModelConfig, ModelWeights},
+    tokenizer::{ChatTemplate, Tokenizer},
+};
+
+/// How to open the GPU.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    pub gpu: GpuOptions,
+}
+
+impl Default for EngineOptions {
+    /// The best adapter, with the `DOPPLER_ADAPTER`/`DOPPLER_DISABLE_*` overrides applied.
+    fn default() -> Self {
+        Self { gpu: GpuOptions::from_env() }
+    }
+}
+
+/// The engine: one GPU device, shared by every model loaded on it.
+#[derive(Clone)]
+pub struct Engine {
+    ctx: Arc<GpuContext>,
+}
+
+/// How to load a model.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Tokens a session can hold; default: the model's training context, capped at 4096.
+    pub context_len: Option<u32>,
+    /// Tokens per prefill step; default 128.
+    pub max_batch: Option<u32>,
+}
+
+/// Load progress for a progress bar.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadProgress {
+    /// 0 ..= 1.
+    pub fraction: f32,
+    pub stage: &'static str,
+}
+
+/// What the UI and `doppler models` show about a loaded model.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelInfo {
+    pub name: String,
+    pub architecture: String,
+    pub quantization: String,
+    pub file_size: u64,
+    pub weight_bytes: u64,
+    pub context_len: u32,
+    pub n_layers: u32,
+    pub vocab_size: u32,
+}
+
+/// A model on the GPU with its tokenizer and chat template; sessions share its weights.
+pub struct LoadedModel {
+    pub(super) ctx: Arc<GpuContext>,
+    pub(super) config: ModelConfig,
+    pub(super) weights: ModelWeights,
+    pub(super) tokenizer: Tokenizer,
+    pub(super) template: ChatTemplate,
+    pub(super) info: ModelInfo,
+    pub(super) max_batch: u32,
+}
+
+const DEFAULT_CONTEXT_CAP: u32 = 4096;
+const DEFAULT_MAX_BATCH: u32 = 128;
+
+impl Engine {
+    pub fn new(options: EngineOptions) -> Result<Engine, GenerateError> {
+        Ok(Engine { ctx: GpuContext::new(&options.gpu)? })
+    }
+
+    pub fn gpu(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
+    /// Reads, checks and uploads a GGUF model; nothing about the file is trusted.
+    pub fn load_model(&self, path: &Path, options: LoadOptions, progress: &mut dyn FnMut(LoadProgress)) -> Result<Arc<LoadedModel>, GenerateError> {
+        progress(LoadProgress { fraction: 0.0, stage: "reading" });
+        let gguf = GgufFile::open(path)?;
+        let config = ModelConfig::from_gguf(&gguf)?;
+        let tokenizer = Tokenizer::from_gguf(&gguf)?;
+        let template = ChatTemplate::for_model(&gguf, &tokenizer)?;
+        if tokenizer.vocab_size() as u32 != config.vocab_size {
+            return Err(GenerateError::InvalidModel(format!("tokenizer has {} tokens but the embedding has {} rows", tokenizer.vocab_size(), config.vocab_size)));
+        }
+        let context_len = options.context_len.unwrap_or(config.train_context.min(DEFAULT_CONTEXT_CAP)).max(1);
+        let max_batch = options.max_batch.unwrap_or(DEFAULT_MAX_BATCH).clamp(1, context_len);
+        let weights = ModelWeights::upload(&self.ctx, &gguf, &config, &mut |fraction| progress(LoadProgress { fraction, stage: "uploading weights" }))?;
+        let info = ModelInfo {
+            name: gguf.metadata().get_str("general.name")?.map(str::to_string).unwrap_or_else(|| file_stem(path)),
+            architecture: config.architecture.name().to_string(),
+            quantization: quantization_label(&gguf),
+            file_size: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            weight_bytes: weights.bytes,
+            context_len,
+            n_layers: config.n_layers,
+            vocab_size: config.vocab_size,
+        };
+        progress(LoadProgress { fraction: 1.0, stage: "ready" });
+        Ok(Arc::new(LoadedModel { ctx: self.ctx.clone(), config, weights, tokenizer, template, info, max_batch }))
+    }
+}
+
+impl LoadedModel {
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    pub fn chat_template(&self) -> &ChatTemplate {
+        &self.template
+    }
+
+    pub fn gpu(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
+    /// A conversation with its own KV cache, allocated now for the whole context.
+    pub fn new_session(self: &Arc<Self>) -> Result<Session, GenerateError> {
+        Session::new(self.clone())
+    }
+}
+
+fn file_stem(path: &Path) -> String {
+    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".to_string())
+}
+
+/// llama.cpp's file-type label (`Q4_K_M`…) where the file says, else the most common matrix type.
+fn quantization_label(gguf: &GgufFile) -> String {
+    const FILE_TYPES: [(u32, &str); 12] = [
+        (0, "F32"),
+        (1, "F16"),
+        (2, "Q4_0"),
+        (3, "Q4_1"),
+        (7, "Q8_0"),
+        (8, "Q5_0"),
+        (9, "Q5_1"),
+        (14, "Q4_K_S"),
+        (15, "Q4_K_M"),
+        (16, "Q5_K_S"),
+        (17, "Q5_K_M"),
+        (18, "Q6_K"),
+    ];
+    if let Ok(Some(file_type)) = gguf.metadata().get_u32("general.file_type") {
+        if let Some((_, label)) = FILE_TYPES.iter().find(|(id, _)| *id == file_type) {
+            return label.to_string();
+        }
+    }
+    let mut counts: Vec<(&'static str, usize)> = Vec::new();
+    for tensor in gguf.tensors().iter().filter(|t| t.dims.len() == 2) {
+        match counts.iter_mut().find(|(name, _)| *name == tensor.ggml_type.name()) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((tensor.ggml_type.name(), 1)),
+        }
+    }
+    counts.into_iter().max_by_key(|(_, count)| *count).map(|(name, _)| name.to_string()).unwrap_or_default()
+}

@@ -1,0 +1,305 @@
+use std::{sync::Arc, time::Instant};
+
+use serde::Serialize;
+
+use super::{
+    engine::LoadedModel,
+    stop_strings::StopStringFilter,
+    CancelToken, GenerateError,
+};
+use crate::{
+    gpu::{map_and_read, KernelProfiler, KernelTiming, OpList},
+    kernels::sampling::{GpuSampler, SamplingParams},
+    model::ForwardGraph,
+    tokenizer::{encode_chat, ChatMessage, StreamDecoder},
+};
+
+/// How to generate.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct GenerateOptions {
+    pub sampling: SamplingParams,
+    pub max_tokens: u32,
+    /// Generation ends when the text contains one of these; it is not part of the output.
+    pub stop: Vec<String>,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        Self { sampling: SamplingParams::default(), max_tokens: 256, stop: Vec::new() }
+    }
+}
+
+/// One generated token and the text it completes (possibly empty mid-character).
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenEvent {
+    pub token_id: u32,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model produced an end-of-sequence or end-of-turn token.
+    Eos,
+    MaxTokens,
+    StopString,
+    Cancelled,
+    /// The session's context is full.
+    ContextFull,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GenerationSummary {
+    pub prompt_tokens: usize,
+    /// Prompt tokens actually run: the rest were already in the KV cache.
+    pub prefilled_tokens: usize,
+    pub generated_tokens: usize,
+    /// The generated token ids, the end-of-generation token included if one ended it.
+    pub tokens: Vec<u32>,
+    pub text: String,
+    pub stop_reason: StopReason,
+    pub time_to_first_token_ms: f64,
+    pub prefill_ms: f64,
+    pub decode_ms: f64,
+    /// Decode speed after the first token.
+    pub tokens_per_second: f64,
+}
+
+/// A conversation with the model: its own KV cache and recorded forward passes.
+pub struct Session {
+    model: Arc<LoadedModel>,
+    graph: ForwardGraph,
+    sampler: GpuSampler,
+    /// Tokens whose keys and values are in the cache, in position order.
+    cached: Vec<u32>,
+    readback: wgpu::Buffer,
+    profiler: Option<KernelProfiler>,
+    last_timings: Vec<KernelTiming>,
+}
+
+impl Session {
+    pub(super) fn new(model: Arc<LoadedModel>) -> Result<Session, GenerateError> {
+        let ctx = model.ctx.clone();
+        let config = &model.config;
+        let stop_ids = model.tokenizer.end_of_generation_ids().to_vec();
+        let sampler = GpuSampler::new(&ctx, config.vocab_size, &stop_ids, 1024)?;
+        let graph = ForwardGraph::new(&ctx, config, &model.weights, model.info.context_len, model.max_batch, &|ops: &mut OpList, acts| {
+            sampler.record(&ctx, ops, &acts.logits, 0, &acts.tokens, &acts.step)
+        })?;
+        let readback = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("token readback"),
+            size: 4,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(Session { model, graph, sampler, cached: Vec::new(), readback, profiler: None, last_timings: Vec::new() })
+    }
+
+    pub fn model(&self) -> &Arc<LoadedModel> {
+        &self.model
+    }
+
+    pub fn context_len(&self) -> u32 {
+        self.graph.context_len
+    }
+
+    /// Tokens currently held in the KV cache.
+    pub fn cached_tokens(&self) -> &[u32] {
+        &self.cached
+    }
+
+    /// Forgets the conversation; the next generation starts from an empty cache.
+    pub fn reset(&mut self) {
+        self.cached.clear();
+    }
+
+    /// Times every kernel of every step from now on (where the adapter has timestamps).
+    pub fn set_profiling(&mut self, enabled: bool) {
+        self.profiler = if enabled { KernelProfiler::new(&self.model.ctx) } else { None };
+    }
+
+    /// Per-kernel GPU times of the last step, when profiling.
+    pub fn last_step_timings(&self) -> &[KernelTiming] {
+        &self.last_timings
+    }
+
+    /// GPU memory held by this session (activations and KV cache).
+    pub fn gpu_bytes(&self) -> u64 {
+        self.graph.size_bytes()
+    }
+
+    /// Renders `messages` with the model's chat template and generates the reply.
+    pub fn generate_chat(&mut self, messages: &[ChatMessage], options: &GenerateOptions, cancel: &CancelToken, on_token: &mut dyn FnMut(TokenEvent)) -> Result<GenerationSummary, GenerateError> {
+        let prompt = encode_chat(&self.model.tokenizer, &self.model.template, messages)?;
+        self.generate(&prompt, options, cancel, on_token)
+    }
+
+    /// Continues the cached conversation with `prompt` (reusing the cached prefix it shares)
+    /// and generates until a stop condition; tokens stream to `on_token` as they come.
+    pub fn generate(&mut self, prompt: &[u32], options: &GenerateOptions, cancel: &CancelToken, on_token: &mut dyn FnMut(TokenEvent)) -> Result<GenerationSummary, GenerateError> {
+        let context = self.graph.context_len as usize;
+        if prompt.is_empty() {
+            return Err(GenerateError::EmptyPrompt);
+        }
+        if prompt.len() >= context {
+            return Err(GenerateError::PromptTooLong { prompt_tokens: prompt.len(), context_len: context });
+        }
+        let started = Instant::now();
+        let reused = self.reusable_prefix(prompt);
+        self.cached.truncate(reused);
+        let fresh = &prompt[reused..];
+
+        let ctx = self.model.ctx.clone();
+        self.sampler.set_params(&ctx.queue, &options.sampling);
+        self.sampler.reset_history(&ctx.queue, prompt);
+        let mut next = self.prefill(fresh)?;
+        let prefill_ms = started.elapsed().as_secs_f64() * 1e3;
+
+        let mut decoder = StreamDecoder::new(&self.model.tokenizer);
+        let mut stops = StopStringFilter::new(&options.stop);
+        let end_ids = self.model.tokenizer.end_of_generation_ids().to_vec();
+        let mut tokens = Vec::new();
+        let mut text = String::new();
+        let decode_started = Instant::now();
+        let stop_reason = loop {
+            tokens.push(next);
+            if end_ids.contains(&next) {
+                break StopReason::Eos;
+            }
+            let filtered = stops.push(&decoder.push(next));
+            if !filtered.text.is_empty() || !filtered.stopped {
+                text.push_str(&filtered.text);
+                on_token(TokenEvent { token_id: next, text: filtered.text });
+            }
+            if filtered.stopped {
+                break StopReason::StopString;
+            }
+            if tokens.len() >= options.max_tokens as usize {
+                break StopReason::MaxTokens;
+            }
+            if cancel.is_cancelled() {
+                break StopReason::Cancelled;
+            }
+            if self.cached.len() + 1 >= context {
+                break StopReason::ContextFull;
+            }
+            next = self.decode_step(next)?;
+        };
+        if stop_reason != StopReason::StopString {
+            let tail = decoder.finish();
+            let rest = stops.push(&tail).text + &stops.finish();
+            if !rest.is_empty() {
+                text.push_str(&rest);
+                on_token(TokenEvent { token_id: *tokens.last().unwrap_or(&0), text: rest });
+            }
+        }
+        let decode_ms = decode_started.elapsed().as_secs_f64() * 1e3;
+        let decoded_after_first = tokens.len().saturating_sub(1);
+        Ok(GenerationSummary {
+            prompt_tokens: prompt.len(),
+            prefilled_tokens: fresh.len(),
+            generated_tokens: tokens.len(),
+            tokens,
+            text,
+            stop_reason,
+            time_to_first_token_ms: prefill_ms,
+            prefill_ms,
+            decode_ms,
+            tokens_per_second: if decode_ms > 0.0 { decoded_after_first as f64 / (decode_ms / 1e3) } else { 0.0 },
+        })
+    }
+
+    /// How much of the cache can serve `prompt`: the shared prefix, as long as rewinding to it
+    /// keeps every sliding-window ring intact, and never the whole prompt (its last token must
+    /// run to produce logits).
+    fn reusable_prefix(&self, prompt: &[u32]) -> usize {
+        let common = self.cached.iter().zip(prompt).take_while(|(a, b)| a == b).count().min(prompt.len() - 1);
+        let rewind = self.cached.len() - common;
+        let smallest_ring = self.graph.caches.iter().map(|c| c.cache_len as usize).min().unwrap_or(usize::MAX);
+        let ring_intact = self.cached.len() <= smallest_ring || rewind <= self.graph.acts.max_tokens as usize;
+        if ring_intact {
+            common
+        } else {
+            0
+        }
+    }
+
+    /// Runs `tokens` through the model in batches and returns the token sampled after them.
+    fn prefill(&mut self, tokens: &[u32]) -> Result<u32, GenerateError> {
+        let batch = self.graph.acts.max_tokens as usize;
+        let mut sampled = 0;
+        for chunk in tokens.chunks(batch) {
+            sampled = self.run_step(chunk, true)?;
+        }
+        Ok(sampled)
+    }
+
+    /// Runs one already-sampled token (which the GPU put in place) and returns the next.
+    fn decode_step(&mut self, token: u32) -> Result<u32, GenerateError> {
+        self.cached.push(token);
+        let next = self.submit_and_read(false, 1)?;
+        Ok(next)
+    }
+
+    /// Writes a prefill batch and its step header, runs it, and returns the sampled token.
+    fn run_step(&mut self, chunk: &[u32], prefill: bool) -> Result<u32, GenerateError> {
+        let queue = &self.model.ctx.queue;
+        queue.write_buffer(&self.graph.acts.tokens, 0, bytemuck::cast_slice(chunk));
+        let step = [self.cached.len() as u32, chunk.len() as u32, 0, 0];
+        queue.write_buffer(&self.graph.acts.step, 0, bytemuck::cast_slice(&step));
+        self.cached.extend_from_slice(chunk);
+        self.submit_and_read(prefill, chunk.len() as u32)
+    }
+
+    fn submit_and_read(&mut self, prefill: bool, n_tokens: u32) -> Result<u32, GenerateError> {
+        let ctx = self.model.ctx.clone();
+        let ops = if prefill { &self.graph.prefill } else { &self.graph.decode };
+        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("forward step") });
+        ops.encode(&mut encoder, n_tokens, self.profiler.as_ref());
+        encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readback, 0, 4);
+        ctx.queue.submit([encoder.finish()]);
+        let bytes = map_and_read(&ctx.device, &self.readback, 4)?;
+        if let Some(profiler) = &self.profiler {
+            self.last_timings = profiler.read(&ctx)?;
+        }
+        Ok(u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes read back")))
+    }
+
+    /// Runs `tokens` from an empty cache and returns the logits after the last one.
+    /// For tests and evaluation: generation never reads logits back.
+    pub fn logits_after(&mut self, tokens: &[u32]) -> Result<Vec<f32>, GenerateError> {
+        self.reset();
+        self.prefill(tokens)?;
+        Ok(self.model.ctx.read_f32(&self.graph.acts.logits, self.model.config.vocab_size as usize)?)
+    }
+
+    /// Runs `tokens` from an empty cache and returns, for each position `i >= first_scored`,
+    /// the negative log-likelihood of `tokens[i]` given the tokens before it.
+    pub fn negative_log_likelihoods(&mut self, tokens: &[u32], first_scored: usize) -> Result<Vec<f64>, GenerateError> {
+        if tokens.len() > self.graph.acts.max_tokens as usize {
+            return Err(GenerateError::InvalidRequest(format!("{} tokens exceed one prefill batch of {}", tokens.len(), self.graph.acts.max_tokens)));
+        }
+        self.reset();
+        self.prefill(tokens)?;
+        let ctx = self.model.ctx.clone();
+        let hidden = u64::from(self.model.config.hidden) * 4;
+        let vocab = self.model.config.vocab_size as usize;
+        let mut nlls = Vec::new();
+        for position in first_scored.max(1)..tokens.len() {
+            let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("lm head row") });
+            encoder.copy_buffer_to_buffer(&self.graph.acts.normed, (position as u64 - 1) * hidden, &self.graph.acts.last_normed, 0, hidden);
+            self.graph.lm_head.encode(&mut encoder, 1, None);
+            ctx.queue.submit([encoder.finish()]);
+            let logits = ctx.read_f32(&self.graph.acts.logits, vocab)?;
+            nlls.push(negative_log_likelihood(&logits, tokens[position] as usize));
+        }
+        Ok(nlls)
+    }
+}
+
+/// -log softmax(logits)[target], in f64.
+fn negative_log_likelihood(logits: &[f32], target: usize) -> f64 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let sum: f64 = logits.iter().map(|&l| (l as f64 - max).exp()).sum();
+    (sum.ln() + max) - logits[target] as f64
+}

@@ -1,0 +1,315 @@
+use std::sync::Arc;
+
+use serde::Serialize;
+use wgpu::util::DeviceExt;
+
+use super::pipeline_cache::PipelineCache;
+
+/// Why no usable GPU device could be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuInitError {
+    #[error("no GPU adapter found (is a Vulkan, Metal or DX12 driver installed? on Linux without a GPU install mesa-vulkan-drivers for lavapipe)")]
+    NoAdapter,
+    #[error("no GPU adapter matches DOPPLER_ADAPTER={filter:?}; available: {available}")]
+    NoMatchingAdapter { filter: String, available: String },
+    #[error("could not open GPU device on adapter '{adapter}': {source}")]
+    RequestDevice {
+        adapter: String,
+        #[source]
+        source: wgpu::RequestDeviceError,
+    },
+}
+
+/// An error reported by wgpu while running GPU work.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error("GPU device lost or stalled while waiting: {0}")]
+    Poll(#[from] wgpu::PollError),
+    #[error("reading GPU buffer back failed: {0}")]
+    Map(#[from] wgpu::BufferAsyncError),
+    #[error("GPU validation error in {operation}: {message}")]
+    Validation { operation: String, message: String },
+    #[error("GPU out of memory while {operation}: {message}")]
+    OutOfMemory { operation: String, message: String },
+}
+
+/// Which optional adapter features the engine may use, and the limits it must respect.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuCapabilities {
+    pub shader_f16: bool,
+    pub subgroups: bool,
+    pub subgroup_min_size: u32,
+    pub subgroup_max_size: u32,
+    pub timestamps: bool,
+    pub timestamps_inside_passes: bool,
+    pub max_storage_binding: u64,
+    pub max_buffer_size: u64,
+    pub max_workgroups_per_dimension: u32,
+    pub max_workgroup_storage_bytes: u32,
+    pub max_storage_buffers_per_stage: u32,
+}
+
+/// One adapter as `doppler devices` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AdapterSummary {
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+    pub driver_info: String,
+    pub features: Vec<String>,
+    pub capabilities: GpuCapabilities,
+}
+
+/// How to choose and configure the GPU device.
+#[derive(Debug, Clone, Default)]
+pub struct GpuOptions {
+    /// Case-insensitive substring of the adapter name; `DOPPLER_ADAPTER` when unset.
+    pub adapter_filter: Option<String>,
+    /// Ignore shader-f16 even where the adapter has it, to exercise the f32 fallback.
+    pub disable_f16: bool,
+    /// Ignore subgroup operations even where the adapter has them, to exercise the fallback.
+    pub disable_subgroups: bool,
+    /// Ask for timestamp queries (per-kernel profiling) when the adapter has them.
+    pub want_timestamps: bool,
+}
+
+impl GpuOptions {
+    /// Defaults overridden by `DOPPLER_ADAPTER`, `DOPPLER_DISABLE_F16` and `DOPPLER_DISABLE_SUBGROUPS`.
+    pub fn from_env() -> Self {
+        let flag = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0");
+        Self {
+            adapter_filter: std::env::var("DOPPLER_ADAPTER").ok().filter(|s| !s.is_empty()),
+            disable_f16: flag("DOPPLER_DISABLE_F16"),
+            disable_subgroups: flag("DOPPLER_DISABLE_SUBGROUPS"),
+            want_timestamps: true,
+        }
+    }
+}
+
+/// The wgpu device the engine runs on, with its capabilities and compiled pipelines.
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub adapter_info: wgpu::AdapterInfo,
+    pub caps: GpuCapabilities,
+    pub pipelines: PipelineCache,
+}
+
+fn new_instance() -> wgpu::Instance {
+    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+}
+
+fn device_type_rank(device_type: wgpu::DeviceType) -> u8 {
+    match device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+fn capabilities(adapter: &wgpu::Adapter, options: &GpuOptions) -> GpuCapabilities {
+    let features = adapter.features();
+    let limits = adapter.limits();
+    let info = adapter.get_info();
+    GpuCapabilities {
+        shader_f16: features.contains(wgpu::Features::SHADER_F16) && !options.disable_f16,
+        subgroups: features.contains(wgpu::Features::SUBGROUP) && !options.disable_subgroups,
+        subgroup_min_size: info.subgroup_min_size,
+        subgroup_max_size: info.subgroup_max_size,
+        timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY) && options.want_timestamps,
+        timestamps_inside_passes: features.contains(
+            wgpu::Features::TIMESTAMP_QUERY
+                | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
+                | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES,
+        ) && options.want_timestamps,
+        max_storage_binding: limits.max_storage_buffer_binding_size as u64,
+        max_buffer_size: limits.max_buffer_size,
+        max_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
+        max_workgroup_storage_bytes: limits.max_compute_workgroup_storage_size,
+        max_storage_buffers_per_stage: limits.max_storage_buffers_per_shader_stage,
+    }
+}
+
+fn summarize(adapter: &wgpu::Adapter) -> AdapterSummary {
+    let info = adapter.get_info();
+    AdapterSummary {
+        name: info.name.clone(),
+        backend: format!("{:?}", info.backend),
+        device_type: format!("{:?}", info.device_type),
+        driver: info.driver.clone(),
+        driver_info: info.driver_info.clone(),
+        features: adapter.features().iter_names().map(|(name, _)| name.to_string()).collect(),
+        capabilities: capabilities(adapter, &GpuOptions { want_timestamps: true, ..Default::default() }),
+    }
+}
+
+/// Every adapter wgpu can see, best first.
+pub fn list_adapters() -> Vec<AdapterSummary> {
+    sorted_adapters(&new_instance()).iter().map(summarize).collect()
+}
+
+fn sorted_adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
+    let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    adapters.sort_by_key(|a| {
+        let info = a.get_info();
+        // Vulkan/Metal/DX12 before GL: the engine needs real compute.
+        let backend_rank = u8::from(info.backend == wgpu::Backend::Gl);
+        (backend_rank, device_type_rank(info.device_type))
+    });
+    adapters
+}
+
+impl GpuContext {
+    /// Opens the best adapter (a discrete GPU if there is one), or the one the filter names.
+    pub fn new(options: &GpuOptions) -> Result<Arc<GpuContext>, GpuInitError> {
+        let instance = new_instance();
+        let adapters = sorted_adapters(&instance);
+        if adapters.is_empty() {
+            return Err(GpuInitError::NoAdapter);
+        }
+        let adapter = match &options.adapter_filter {
+            Some(filter) => {
+                let wanted = filter.to_lowercase();
+                adapters
+                    .iter()
+                    .find(|a| a.get_info().name.to_lowercase().contains(&wanted))
+                    .ok_or_else(|| GpuInitError::NoMatchingAdapter {
+                        filter: filter.clone(),
+                        available: adapters.iter().map(|a| a.get_info().name).collect::<Vec<_>>().join(", "),
+                    })?
+            }
+            None => &adapters[0],
+        };
+        let caps = capabilities(adapter, options);
+        let mut features = wgpu::Features::empty();
+        if caps.shader_f16 {
+            features |= wgpu::Features::SHADER_F16;
+        }
+        if caps.subgroups {
+            features |= wgpu::Features::SUBGROUP;
+        }
+        if caps.timestamps {
+            features |= wgpu::Features::TIMESTAMP_QUERY;
+        }
+        if caps.timestamps_inside_passes {
+            features |= wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+        }
+        let adapter_info = adapter.get_info();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("doppler"),
+            required_features: features,
+            required_limits: adapter.limits(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|source| GpuInitError::RequestDevice { adapter: adapter_info.name.clone(), source })?;
+        tracing::info!(adapter = %adapter_info.name, backend = ?adapter_info.backend, ?caps, "GPU device opened");
+        let pipelines = PipelineCache::new(caps.clone());
+        Ok(Arc::new(GpuContext { device, queue, adapter_info, caps, pipelines }))
+    }
+
+    /// A one-line description for logs and benchmark reports.
+    pub fn describe(&self) -> String {
+        format!("{} ({:?}, {} {})", self.adapter_info.name, self.adapter_info.backend, self.adapter_info.driver, self.adapter_info.driver_info)
+    }
+
+    /// A storage buffer holding `data`, readable and writable by kernels and copyable.
+    pub fn storage_buffer(&self, label: &str, data: &[u8]) -> wgpu::Buffer {
+        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: data,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+        })
+    }
+
+    /// A zero-filled storage buffer of `size` bytes (rounded up to 4).
+    pub fn zeroed_storage(&self, label: &str, size: u64) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: size.max(4).next_multiple_of(4),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// A uniform buffer holding kernel parameters that never change after load.
+    pub fn uniform_buffer<T: bytemuck::Pod>(&self, label: &str, params: &T) -> wgpu::Buffer {
+        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: bytemuck::bytes_of(params),
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        })
+    }
+
+    /// Binds `buffers` to bindings 0, 1, 2… of group 0 of `pipeline`.
+    pub fn bind_group(&self, label: &str, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, buffer)| wgpu::BindGroupEntry { binding: i as u32, resource: buffer.as_entire_binding() })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(label),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    }
+
+    /// Copies `buffer` back to the CPU and waits: for tests, readbacks of a token id and load-time checks.
+    pub fn read_buffer(&self, buffer: &wgpu::Buffer, offset: u64, size: u64) -> Result<Vec<u8>, GpuError> {
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
+        encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
+        self.queue.submit([encoder.finish()]);
+        map_and_read(&self.device, &staging, size)
+    }
+
+    pub fn read_f32(&self, buffer: &wgpu::Buffer, count: usize) -> Result<Vec<f32>, GpuError> {
+        let bytes = self.read_buffer(buffer, 0, (count * 4) as u64)?;
+        Ok(bytemuck::cast_slice(&bytes).to_vec())
+    }
+
+    pub fn read_u32(&self, buffer: &wgpu::Buffer, count: usize) -> Result<Vec<u32>, GpuError> {
+        let bytes = self.read_buffer(buffer, 0, (count * 4) as u64)?;
+        Ok(bytemuck::cast_slice(&bytes).to_vec())
+    }
+
+    /// Runs `body` inside a validation/out-of-memory error scope and turns what wgpu reports into a `GpuError`.
+    pub fn checked<T>(&self, operation: &str, body: impl FnOnce() -> T) -> Result<T, GpuError> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let value = body();
+        let validation_error = pollster::block_on(validation.pop());
+        let oom_error = pollster::block_on(oom.pop());
+        if let Some(error) = oom_error {
+            return Err(GpuError::OutOfMemory { operation: operation.to_string(), message: error.to_string() });
+        }
+        if let Some(error) = validation_error {
+            return Err(GpuError::Validation { operation: operation.to_string(), message: error.to_string() });
+        }
+        Ok(value)
+    }
+}
+
+/// Maps a MAP_READ buffer whose copy has been submitted, waits for the GPU and returns its bytes.
+pub fn map_and_read(device: &wgpu::Device, staging: &wgpu::Buffer, size: u64) -> Result<Vec<u8>, GpuError> {
+    let slice = staging.slice(0..size);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |result| {
+        let _ = sender.send(result);
+    });
+    device.poll(wgpu::PollType::wait_indefinitely())?;
+    receiver.recv().expect("map_async callback runs during poll")?;
+    let bytes = slice.get_mapped_range().to_vec();
+    staging.unmap();
+    Ok(bytes)
+}

@@ -1,0 +1,85 @@
+use crate::gguf::GgmlType;
+
+use super::GpuContext;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WeightUploadError {
+    #[error("tensor '{name}': one row of {row_bytes} bytes is larger than the GPU's largest storage binding ({max_binding} bytes)")]
+    RowTooLarge { name: String, row_bytes: u64, max_binding: u64 },
+    #[error("tensor '{name}': {rows} rows of {row_len} {ty} values do not fit the GPU's 32-bit indexing")]
+    TooManyElements { name: String, rows: u64, row_len: u64, ty: &'static str },
+    #[error("tensor '{name}': data is {actual} bytes, expected {expected} for {rows} rows of {row_len} {ty} values")]
+    SizeMismatch { name: String, actual: u64, expected: u64, rows: u64, row_len: u64, ty: &'static str },
+    #[error("tensor '{name}': row length {row_len} is not a multiple of the {ty} block of {block} values")]
+    PartialBlock { name: String, row_len: u64, ty: &'static str, block: usize },
+}
+
+/// Rows `first_row .. first_row + rows` of a matrix, in one buffer that fits one binding.
+pub struct MatrixChunk {
+    pub buffer: wgpu::Buffer,
+    pub first_row: u32,
+    pub rows: u32,
+}
+
+/// A weight matrix on the GPU in its GGUF block layout: kernels dequantize in registers.
+/// A matrix larger than the device's largest storage binding is split by rows into chunks.
+pub struct GpuMatrix {
+    pub name: String,
+    pub ggml_type: GgmlType,
+    /// Values per row: the reduction dimension of a matrix-vector product.
+    pub row_len: u32,
+    pub rows: u32,
+    pub row_bytes: u64,
+    pub chunks: Vec<MatrixChunk>,
+}
+
+impl GpuMatrix {
+    pub fn upload(ctx: &GpuContext, name: &str, ggml_type: GgmlType, row_len: u64, rows: u64, data: &[u8]) -> Result<GpuMatrix, WeightUploadError> {
+        let ty = ggml_type.name();
+        if row_len % ggml_type.block_len() as u64 != 0 {
+            return Err(WeightUploadError::PartialBlock { name: name.into(), row_len, ty, block: ggml_type.block_len() });
+        }
+        let row_bytes = row_len / ggml_type.block_len() as u64 * ggml_type.block_bytes() as u64;
+        if row_len > u64::from(u32::MAX) || rows > u64::from(u32::MAX) || row_len.saturating_mul(rows) > u64::from(u32::MAX) {
+            return Err(WeightUploadError::TooManyElements { name: name.into(), rows, row_len, ty });
+        }
+        let expected = row_bytes * rows;
+        if data.len() as u64 != expected {
+            return Err(WeightUploadError::SizeMismatch { name: name.into(), actual: data.len() as u64, expected, rows, row_len, ty });
+        }
+        // Chunk byte sizes stay multiples of 4 bytes since kernels read u32 words.
+        let max_binding = ctx.caps.max_storage_binding.min(ctx.caps.max_buffer_size) & !3;
+        let rows_per_chunk = (max_binding - 4) / row_bytes;
+        if rows_per_chunk == 0 {
+            return Err(WeightUploadError::RowTooLarge { name: name.into(), row_bytes, max_binding });
+        }
+        let mut chunks = Vec::new();
+        let mut first_row = 0u64;
+        while first_row < rows {
+            let chunk_rows = rows_per_chunk.min(rows - first_row);
+            let bytes = &data[(first_row * row_bytes) as usize..((first_row + chunk_rows) * row_bytes) as usize];
+            let buffer = upload_padded(ctx, name, bytes);
+            chunks.push(MatrixChunk { buffer, first_row: first_row as u32, rows: chunk_rows as u32 });
+            first_row += chunk_rows;
+        }
+        Ok(GpuMatrix { name: name.into(), ggml_type, row_len: row_len as u32, rows: rows as u32, row_bytes, chunks })
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.row_bytes * u64::from(self.rows)
+    }
+}
+
+fn upload_padded(ctx: &GpuContext, label: &str, bytes: &[u8]) -> wgpu::Buffer {
+    // One spare word: unaligned u32 reads of the last block may touch the word after it.
+    let size = (bytes.len() as u64).next_multiple_of(4) + 4;
+    let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: true,
+    });
+    buffer.slice(..).get_mapped_range_mut()[..bytes.len()].copy_from_slice(bytes);
+    buffer.unmap();
+    buffer
+}

@@ -1,0 +1,173 @@
+use super::{config::Architecture, gemma3, llama, ModelConfig, ModelError, ModelWeights};
+use crate::{
+    gpu::{GpuContext, GpuMatrix, OpList},
+    kernels::{
+        attention::KvCache,
+        elementwise::record_copy_last_row,
+        embedding::record_embedding,
+        matmul::{record_matmul, record_matvec},
+        norm::{record_rms_norm, NormOutput},
+        rope::RopeTable,
+        KernelError,
+    },
+};
+
+/// Decode runs one token through matrix-vector kernels; prefill runs a batch through matmuls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForwardMode {
+    Decode,
+    Prefill,
+}
+
+/// The activation buffers of a session, sized for `max_tokens` tokens per step.
+pub struct Activations {
+    pub max_tokens: u32,
+    /// u32 token ids of the step; the sampler writes the next decode input into slot 0.
+    pub tokens: wgpu::Buffer,
+    /// The `Step` struct of `step.wgsl`.
+    pub step: wgpu::Buffer,
+    pub hidden: wgpu::Buffer,
+    pub normed: wgpu::Buffer,
+    pub q: wgpu::Buffer,
+    pub k: wgpu::Buffer,
+    pub v: wgpu::Buffer,
+    pub attention: wgpu::Buffer,
+    pub projection: wgpu::Buffer,
+    pub gate: wgpu::Buffer,
+    pub up: wgpu::Buffer,
+    /// The final-normed hidden state of the step's last token.
+    pub last_normed: wgpu::Buffer,
+    /// Logits of the step's last token: [vocab].
+    pub logits: wgpu::Buffer,
+}
+
+impl Activations {
+    fn new(ctx: &GpuContext, config: &ModelConfig, max_tokens: u32) -> Self {
+        let floats = |per_token: u32| u64::from(max_tokens) * u64::from(per_token) * 4;
+        let q_dim = config.n_heads * config.head_dim;
+        let kv_dim = config.n_kv_heads * config.head_dim;
+        Self {
+            max_tokens,
+            tokens: ctx.zeroed_storage("tokens", u64::from(max_tokens) * 4),
+            step: ctx.zeroed_storage("step", 16),
+            hidden: ctx.zeroed_storage("hidden", floats(config.hidden)),
+            normed: ctx.zeroed_storage("normed", floats(config.hidden)),
+            q: ctx.zeroed_storage("q", floats(q_dim)),
+            k: ctx.zeroed_storage("k", floats(kv_dim)),
+            v: ctx.zeroed_storage("v", floats(kv_dim)),
+            attention: ctx.zeroed_storage("attention", floats(q_dim)),
+            projection: ctx.zeroed_storage("projection", floats(config.hidden)),
+            gate: ctx.zeroed_storage("gate", floats(config.ffn_hidden)),
+            up: ctx.zeroed_storage("up", floats(config.ffn_hidden)),
+            last_normed: ctx.zeroed_storage("last normed", u64::from(config.hidden) * 4),
+            logits: ctx.zeroed_storage("logits", u64::from(config.vocab_size) * 4),
+        }
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        [&self.tokens, &self.step, &self.hidden, &self.normed, &self.q, &self.k, &self.v, &self.attention, &self.projection, &self.gate, &self.up, &self.last_normed, &self.logits]
+            .iter()
+            .map(|b| b.size())
+            .sum()
+    }
+}
+
+/// Everything a layer body needs to record its kernels.
+pub(super) struct LayerContext<'a> {
+    pub ctx: &'a GpuContext,
+    pub config: &'a ModelConfig,
+    pub acts: &'a Activations,
+    pub mode: ForwardMode,
+}
+
+impl LayerContext<'_> {
+    /// `output = w · input` for every token of the step.
+    pub fn linear(&self, ops: &mut OpList, label: &str, w: &GpuMatrix, input: &wgpu::Buffer, output: &wgpu::Buffer) -> Result<(), KernelError> {
+        match self.mode {
+            ForwardMode::Decode => record_matvec(self.ctx, ops, label, w, input, 0, output, 0),
+            ForwardMode::Prefill => record_matmul(self.ctx, ops, label, w, input, output, &self.acts.step, self.acts.max_tokens),
+        }
+    }
+
+    /// `output = rmsnorm(input) · weight` (or added to / in place, per `output`).
+    pub fn rms_norm(&self, ops: &mut OpList, label: &str, input: &wgpu::Buffer, weight: &wgpu::Buffer, output: NormOutput, dim: u32, rows_per_token: u32) -> Result<(), KernelError> {
+        record_rms_norm(self.ctx, ops, label, input, weight, output, &self.acts.step, dim, rows_per_token, self.config.rms_eps)
+    }
+}
+
+/// A session's forward pass: its KV cache, activations and the recorded op lists for a
+/// prefill step and a decode step. Everything is allocated here, once; a step only encodes.
+pub struct ForwardGraph {
+    pub acts: Activations,
+    pub caches: Vec<KvCache>,
+    pub context_len: u32,
+    pub prefill: OpList,
+    pub decode: OpList,
+    /// The LM head alone, over `acts.last_normed`: logits for any row of a prefill batch.
+    pub lm_head: OpList,
+}
+
+/// Kernels appended to both the prefill and the decode step (the sampler).
+pub type StepTail<'a> = &'a dyn Fn(&mut OpList, &Activations) -> Result<(), KernelError>;
+
+impl ForwardGraph {
+    pub fn new(ctx: &GpuContext, config: &ModelConfig, weights: &ModelWeights, context_len: u32, max_batch: u32, tail: StepTail) -> Result<ForwardGraph, ModelError> {
+        let acts = ctx.checked("allocating activations", || Activations::new(ctx, config, max_batch))?;
+        let caches = ctx.checked("allocating the KV cache", || {
+            (0..config.n_layers)
+                .map(|layer| {
+                    let cache_len = if config.is_sliding_layer(layer) { context_len.min(config.sliding_window + max_batch) } else { context_len };
+                    KvCache::new(ctx, &format!("layer {layer}"), cache_len, config.n_kv_heads, config.head_dim)
+                })
+                .collect::<Vec<_>>()
+        })?;
+        let rope_global = RopeTable::new(ctx, config.rope_theta, config.rope_dim, context_len, config.rope_scale);
+        let rope_local = (config.architecture == Architecture::Gemma3).then(|| RopeTable::new(ctx, config.rope_theta_local, config.rope_dim, context_len, 1.0));
+        let tables = RopeTables { global: &rope_global, local: rope_local.as_ref() };
+        let mut graph = ForwardGraph { acts, caches, context_len, prefill: OpList::new(), decode: OpList::new(), lm_head: OpList::new() };
+        for mode in [ForwardMode::Prefill, ForwardMode::Decode] {
+            let mut ops = graph.record(ctx, config, weights, &tables, mode)?;
+            tail(&mut ops, &graph.acts)?;
+            match mode {
+                ForwardMode::Prefill => graph.prefill = ops,
+                ForwardMode::Decode => graph.decode = ops,
+            }
+        }
+        record_matvec(ctx, &mut graph.lm_head, "lm head", weights.lm_head(), &graph.acts.last_normed, 0, &graph.acts.logits, 0)?;
+        Ok(graph)
+    }
+
+    fn record(&self, ctx: &GpuContext, config: &ModelConfig, weights: &ModelWeights, rope: &RopeTables, mode: ForwardMode) -> Result<OpList, ModelError> {
+        let acts = &self.acts;
+        let layer_ctx = LayerContext { ctx, config, acts, mode };
+        let mut ops = OpList::new();
+        let embedding_scale = match config.architecture {
+            Architecture::Gemma3 => (config.hidden as f32).sqrt(),
+            Architecture::Llama => 1.0,
+        };
+        record_embedding(ctx, &mut ops, "embedding", &weights.token_embedding, &acts.tokens, &acts.hidden, &acts.step, embedding_scale, acts.max_tokens)?;
+        for (index, (layer, cache)) in weights.layers.iter().zip(&self.caches).enumerate() {
+            let index = index as u32;
+            match config.architecture {
+                Architecture::Gemma3 => {
+                    let table = if config.is_sliding_layer(index) { rope.local.expect("Gemma 3 has a local RoPE table") } else { rope.global };
+                    gemma3::record_layer(&layer_ctx, &mut ops, index, layer, cache, table)?
+                }
+                Architecture::Llama => llama::record_layer(&layer_ctx, &mut ops, index, layer, cache, rope.global)?,
+            }
+        }
+        layer_ctx.rms_norm(&mut ops, "output norm", &acts.hidden, &weights.output_norm, NormOutput::To(&acts.normed), config.hidden, 1)?;
+        record_copy_last_row(ctx, &mut ops, "last token", &acts.normed, &acts.last_normed, &acts.step, config.hidden)?;
+        record_matvec(ctx, &mut ops, "lm head", weights.lm_head(), &acts.last_normed, 0, &acts.logits, 0)?;
+        Ok(ops)
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.acts.size_bytes() + self.caches.iter().map(KvCache::size_bytes).sum::<u64>()
+    }
+}
+
+pub(super) struct RopeTables<'a> {
+    pub global: &'a RopeTable,
+    pub local: Option<&'a RopeTable>,
+}

@@ -1,0 +1,110 @@
+use super::{config::Architecture, ModelConfig, ModelError};
+use crate::{
+    gguf::GgufFile,
+    gpu::{GpuContext, GpuMatrix},
+};
+
+/// Gemma 3's extra per-layer weights.
+pub struct GemmaLayerNorms {
+    pub q_norm: wgpu::Buffer,
+    pub k_norm: wgpu::Buffer,
+    pub post_attention_norm: wgpu::Buffer,
+    pub post_ffn_norm: wgpu::Buffer,
+}
+
+pub struct LayerWeights {
+    pub attn_norm: wgpu::Buffer,
+    pub q: GpuMatrix,
+    pub k: GpuMatrix,
+    pub v: GpuMatrix,
+    pub o: GpuMatrix,
+    pub ffn_norm: wgpu::Buffer,
+    pub gate: GpuMatrix,
+    pub up: GpuMatrix,
+    pub down: GpuMatrix,
+    pub gemma: Option<GemmaLayerNorms>,
+}
+
+/// Every weight of a model, on the GPU in its GGUF layout.
+pub struct ModelWeights {
+    pub token_embedding: GpuMatrix,
+    /// `None` when the LM head is the token embedding (tied).
+    pub output: Option<GpuMatrix>,
+    pub output_norm: wgpu::Buffer,
+    pub layers: Vec<LayerWeights>,
+    pub bytes: u64,
+}
+
+impl ModelWeights {
+    pub fn lm_head(&self) -> &GpuMatrix {
+        self.output.as_ref().unwrap_or(&self.token_embedding)
+    }
+
+    /// Uploads every tensor `config` names; `progress` gets the fraction done after each one.
+    pub fn upload(ctx: &GpuContext, gguf: &GgufFile, config: &ModelConfig, progress: &mut dyn FnMut(f32)) -> Result<ModelWeights, ModelError> {
+        let expected = config.expected_tensors();
+        let total: u64 = expected.iter().filter_map(|(name, _)| gguf.tensor(name)).map(|t| t.n_bytes).sum();
+        let mut uploader = Uploader { ctx, gguf, done: 0, total: total.max(1), progress };
+        let token_embedding = uploader.matrix("token_embd.weight")?;
+        let output = if config.tied_embeddings { None } else { Some(uploader.matrix("output.weight")?) };
+        let output_norm = uploader.vector("output_norm.weight")?;
+        let mut layers = Vec::with_capacity(config.n_layers as usize);
+        for layer in 0..config.n_layers {
+            let name = |suffix: &str| format!("blk.{layer}.{suffix}.weight");
+            let gemma = match config.architecture {
+                Architecture::Gemma3 => Some(GemmaLayerNorms {
+                    q_norm: uploader.vector(&name("attn_q_norm"))?,
+                    k_norm: uploader.vector(&name("attn_k_norm"))?,
+                    post_attention_norm: uploader.vector(&name("post_attention_norm"))?,
+                    post_ffn_norm: uploader.vector(&name("post_ffw_norm"))?,
+                }),
+                Architecture::Llama => None,
+            };
+            layers.push(LayerWeights {
+                attn_norm: uploader.vector(&name("attn_norm"))?,
+                q: uploader.matrix(&name("attn_q"))?,
+                k: uploader.matrix(&name("attn_k"))?,
+                v: uploader.matrix(&name("attn_v"))?,
+                o: uploader.matrix(&name("attn_output"))?,
+                ffn_norm: uploader.vector(&name("ffn_norm"))?,
+                gate: uploader.matrix(&name("ffn_gate"))?,
+                up: uploader.matrix(&name("ffn_up"))?,
+                down: uploader.matrix(&name("ffn_down"))?,
+                gemma,
+            });
+        }
+        Ok(ModelWeights { token_embedding, output, output_norm, layers, bytes: uploader.done })
+    }
+}
+
+struct Uploader<'a> {
+    ctx: &'a GpuContext,
+    gguf: &'a GgufFile,
+    done: u64,
+    total: u64,
+    progress: &'a mut dyn FnMut(f32),
+}
+
+impl Uploader<'_> {
+    fn matrix(&mut self, name: &str) -> Result<GpuMatrix, ModelError> {
+        let info = self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string()))?;
+        let data = self.gguf.tensor_data(info);
+        let matrix = self
+            .ctx
+            .checked(&format!("uploading {name}"), || GpuMatrix::upload(self.ctx, name, info.ggml_type, info.row_len(), info.rows(), data))??;
+        self.advance(info.n_bytes);
+        Ok(matrix)
+    }
+
+    fn vector(&mut self, name: &str) -> Result<wgpu::Buffer, ModelError> {
+        let info = self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string()))?;
+        let buffer = self.ctx.checked(&format!("uploading {name}"), || self.ctx.storage_buffer(name, self.gguf.tensor_data(info)))?;
+        self.advance(info.n_bytes);
+        Ok(buffer)
+    }
+
+    fn advance(&mut self, bytes: u64) {
+        self.done += bytes;
+        (self.progress)(self.done as f32 / self.total as f32);
+    }
+}
