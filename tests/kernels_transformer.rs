@@ -1,0 +1,281 @@
+//! The transformer kernels (RMSNorm, RoPE, KV store + attention, gated activations, residual
+//! add, last-row copy) against f64 CPU references, on whatever adapter wgpu finds (lavapipe
+//! in CI). Needs: compute shaders; the f16 KV-cache path runs where the adapter has
+//! shader-f16, and the f32 path always runs (by disabling f16).
+
+use std::sync::Arc;
+
+use doppler_engine::{
+    gpu::{GpuContext, GpuOptions, OpList},
+    kernels::{
+        attention::{record_attention, record_kv_store, KvCache},
+        elementwise::{record_add, record_copy_last_row, record_gated_activation, Activation},
+        norm::{record_rms_norm, NormOutput},
+        rope::{record_rope, rope_table, RopeStyle, RopeTable},
+    },
+};
+use half::f16;
+
+fn gpu(options: GpuOptions) -> Arc<GpuContext> {
+    GpuContext::new(&options).expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
+}
+
+/// Deterministic values in [-1, 1).
+fn values(count: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..count)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn step_buffer(ctx: &GpuContext, pos: u32, n_tokens: u32) -> wgpu::Buffer {
+    ctx.storage_buffer("step", bytemuck::cast_slice(&[pos, n_tokens, 0, 0]))
+}
+
+fn f32_buffer(ctx: &GpuContext, data: &[f32]) -> wgpu::Buffer {
+    ctx.storage_buffer("data", bytemuck::cast_slice(data))
+}
+
+fn run(ctx: &GpuContext, ops: &OpList, n_tokens: u32) {
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    ops.encode(&mut encoder, n_tokens, None);
+    ctx.queue.submit([encoder.finish()]);
+}
+
+fn assert_close(label: &str, actual: &[f32], expected: &[f64], abs_tol: f64, rel_tol: f64) {
+    assert_eq!(actual.len(), expected.len(), "{label}: length");
+    for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+        let tolerance = abs_tol + rel_tol * e.abs();
+        assert!((a as f64 - e).abs() <= tolerance, "{label}[{i}]: got {a}, expected {e} (tolerance {tolerance})");
+    }
+}
+
+fn rms_norm_reference(x: &[f32], w: &[f32], dim: usize, eps: f32) -> Vec<f64> {
+    x.chunks(dim)
+        .flat_map(|row| {
+            let mean = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / dim as f64;
+            let scale = 1.0 / (mean + eps as f64).sqrt();
+            row.iter().zip(w).map(move |(&v, &w)| v as f64 * scale * w as f64)
+        })
+        .collect()
+}
+
+#[test]
+fn rms_norm_matches_reference_in_all_output_modes() {
+    let ctx = gpu(GpuOptions::default());
+    let (dim, rows_per_token, n_tokens) = (200usize, 3u32, 4u32);
+    let count = dim * rows_per_token as usize * n_tokens as usize;
+    let x = values(count, 1);
+    let w = values(dim, 2);
+    let base = values(count, 3);
+    let expected = rms_norm_reference(&x, &w, dim, 1e-6);
+    // Tolerance: f32 sums of 200 squares, relative error well under 1e-5.
+    for mode in ["to", "add", "in_place"] {
+        let x_buf = f32_buffer(&ctx, &x);
+        let w_buf = f32_buffer(&ctx, &w);
+        let out = f32_buffer(&ctx, &base);
+        let step = step_buffer(&ctx, 0, n_tokens);
+        let output = match mode {
+            "to" => NormOutput::To(&out),
+            "add" => NormOutput::AddTo(&out),
+            _ => NormOutput::InPlace,
+        };
+        let mut ops = OpList::new();
+        record_rms_norm(&ctx, &mut ops, "norm", &x_buf, &w_buf, output, &step, dim as u32, rows_per_token, 1e-6).unwrap();
+        run(&ctx, &ops, n_tokens);
+        let (actual, want): (Vec<f32>, Vec<f64>) = match mode {
+            "to" => (ctx.read_f32(&out, count).unwrap(), expected.clone()),
+            "add" => (ctx.read_f32(&out, count).unwrap(), expected.iter().zip(&base).map(|(e, &b)| e + b as f64).collect()),
+            _ => (ctx.read_f32(&x_buf, count).unwrap(), expected.clone()),
+        };
+        assert_close(&format!("rms_norm {mode}"), &actual, &want, 1e-5, 1e-5);
+    }
+}
+
+#[test]
+fn rope_table_matches_exact_angles() {
+    let table = rope_table(10_000.0, 64, 300, 1.0);
+    for (pos, pair) in [(0usize, 0usize), (1, 5), (299, 0), (299, 31), (123, 17)] {
+        let theta = pos as f64 * 10_000f64.powf(-2.0 * pair as f64 / 64.0);
+        let [c, s] = table[pos * 32 + pair];
+        // f32 frequencies times positions up to 300: angles good to ~3e-5 rad.
+        assert!((c as f64 - theta.cos()).abs() < 1e-4 && (s as f64 - theta.sin()).abs() < 1e-4, "pos {pos} pair {pair}");
+    }
+    let scaled = rope_table(10_000.0, 64, 20, 8.0);
+    let theta = 16.0f64 / 8.0;
+    assert!((scaled[16 * 32][0] as f64 - theta.cos()).abs() < 1e-5, "linear scaling divides positions");
+}
+
+#[test]
+fn rope_rotates_both_pair_styles() {
+    let ctx = gpu(GpuOptions::default());
+    let (n_heads, head_dim, n_tokens, pos) = (3u32, 16u32, 5u32, 7u32);
+    let count = (n_heads * head_dim * n_tokens) as usize;
+    let x = values(count, 4);
+    let max_positions = 64;
+    let table = rope_table(500.0, head_dim, max_positions, 1.0);
+    let gpu_table = RopeTable::new(&ctx, 500.0, head_dim, max_positions, 1.0);
+    for style in [RopeStyle::Interleaved, RopeStyle::Neox] {
+        let buf = f32_buffer(&ctx, &x);
+        let step = step_buffer(&ctx, pos, n_tokens);
+        let mut ops = OpList::new();
+        record_rope(&ctx, &mut ops, "rope", &buf, &gpu_table, &step, style, n_heads, head_dim).unwrap();
+        run(&ctx, &ops, n_tokens);
+        let mut expected: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let pairs = head_dim as usize / 2;
+        for row in 0..(n_heads * n_tokens) as usize {
+            let token = row / n_heads as usize;
+            let base = row * head_dim as usize;
+            for i in 0..pairs {
+                let [c, s] = table[(pos as usize + token) * pairs + i];
+                let (a, b) = match style {
+                    RopeStyle::Interleaved => (base + 2 * i, base + 2 * i + 1),
+                    RopeStyle::Neox => (base + i, base + i + pairs),
+                };
+                let (x0, x1) = (x[a] as f64, x[b] as f64);
+                expected[a] = x0 * c as f64 - x1 * s as f64;
+                expected[b] = x0 * s as f64 + x1 * c as f64;
+            }
+        }
+        assert_close(&format!("rope {style:?}"), &ctx.read_f32(&buf, count).unwrap(), &expected, 1e-6, 1e-6);
+    }
+}
+
+struct AttentionCase {
+    n_heads: u32,
+    n_kv_heads: u32,
+    head_dim: u32,
+    window: u32,
+    cache_len: u32,
+    /// Tokens already cached before the step.
+    history: u32,
+    n_tokens: u32,
+}
+
+/// Runs two steps (history, then the batch under test) so the ring and the mask both matter,
+/// and compares the second step's output with f64 attention over the full sequence.
+fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
+    let kv_dim = (case.n_kv_heads * case.head_dim) as usize;
+    let q_dim = (case.n_heads * case.head_dim) as usize;
+    let total = (case.history + case.n_tokens) as usize;
+    let keys = values(total * kv_dim, 10);
+    let vals = values(total * kv_dim, 11);
+    let queries = values(case.n_tokens as usize * q_dim, 12);
+    let scale = 1.0 / (case.head_dim as f32).sqrt();
+    let cache = KvCache::new(ctx, "test", case.cache_len, case.n_kv_heads, case.head_dim);
+    let rounded = |v: &[f32]| -> Vec<f64> { v.iter().map(|&x| if cache.f16 { f16::from_f32(x).to_f64() } else { x as f64 }).collect() };
+
+    let max_tokens = case.history.max(case.n_tokens) as usize;
+    let k_buf = ctx.zeroed_storage("k", (max_tokens * kv_dim * 4) as u64);
+    let v_buf = ctx.zeroed_storage("v", (max_tokens * kv_dim * 4) as u64);
+    let q_buf = f32_buffer(ctx, &queries);
+    let out = ctx.zeroed_storage("out", (case.n_tokens as usize * q_dim * 4) as u64);
+    let step = step_buffer(ctx, 0, case.history);
+    let mut store = OpList::new();
+    record_kv_store(ctx, &mut store, "store", &cache, &k_buf, &v_buf, &step).unwrap();
+    let mut attend = OpList::new();
+    record_attention(ctx, &mut attend, "attention", &cache, &q_buf, &out, &step, case.n_heads, case.window, scale).unwrap();
+
+    // History goes in batches no larger than the step under test, as the engine's prefill
+    // does: a ring holds window + one batch, so a single larger batch would overwrite itself.
+    let mut batches: Vec<(u32, u32)> = (0..case.history).step_by(case.n_tokens as usize).map(|p| (p, case.n_tokens.min(case.history - p))).collect();
+    batches.push((case.history, case.n_tokens));
+    for (pos, n) in batches {
+        let range = pos as usize * kv_dim..(pos + n) as usize * kv_dim;
+        ctx.queue.write_buffer(&k_buf, 0, bytemuck::cast_slice(&keys[range.clone()]));
+        ctx.queue.write_buffer(&v_buf, 0, bytemuck::cast_slice(&vals[range]));
+        ctx.queue.write_buffer(&step, 0, bytemuck::cast_slice(&[pos, n, 0, 0]));
+        run(ctx, &store, n);
+    }
+    run(ctx, &attend, case.n_tokens);
+
+    let (k64, v64) = (rounded(&keys), rounded(&vals));
+    let group = (case.n_heads / case.n_kv_heads) as usize;
+    let hd = case.head_dim as usize;
+    let mut expected = vec![0.0f64; case.n_tokens as usize * q_dim];
+    for t in 0..case.n_tokens as usize {
+        let q_pos = case.history as usize + t;
+        let first = if case.window > 0 { (q_pos + 1).saturating_sub(case.window as usize) } else { 0 };
+        for h in 0..case.n_heads as usize {
+            let kv_h = h / group;
+            let q = &queries[(t * case.n_heads as usize + h) * hd..][..hd];
+            let scores: Vec<f64> = (first..=q_pos)
+                .map(|p| (0..hd).map(|d| q[d] as f64 * scale as f64 * k64[p * kv_dim + kv_h * hd + d]).sum())
+                .collect();
+            let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+            let sum: f64 = weights.iter().sum();
+            for d in 0..hd {
+                let value: f64 = (first..=q_pos).zip(&weights).map(|(p, w)| w * v64[p * kv_dim + kv_h * hd + d]).sum();
+                expected[(t * case.n_heads as usize + h) * hd + d] = value / sum;
+            }
+        }
+    }
+    // Queries stay f32 on the GPU and scores accumulate in f32 over head_dim terms.
+    let actual = ctx.read_f32(&out, expected.len()).unwrap();
+    assert_close(&format!("attention (f16 cache: {})", cache.f16), &actual, &expected, 2e-5, 1e-4);
+}
+
+#[test]
+fn attention_matches_reference_with_gqa_windows_and_rings() {
+    let cases = [
+        // Llama-like: GQA 3:1, full attention, more keys than one tile.
+        AttentionCase { n_heads: 6, n_kv_heads: 2, head_dim: 64, window: 0, cache_len: 256, history: 70, n_tokens: 5 },
+        // Gemma-like: one kv head, head_dim 256, sliding window over a ring of window + batch.
+        AttentionCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, window: 9, cache_len: 9 + 6, history: 20, n_tokens: 6 },
+        // Decode: one token.
+        AttentionCase { n_heads: 2, n_kv_heads: 2, head_dim: 32, window: 0, cache_len: 64, history: 33, n_tokens: 1 },
+    ];
+    let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, ..Default::default() })];
+    for ctx in &contexts {
+        for case in &cases {
+            check_attention(ctx, case);
+        }
+    }
+}
+
+#[test]
+fn gated_activations_add_and_last_row_match_reference() {
+    let ctx = gpu(GpuOptions::default());
+    let (row_len, n_tokens) = (300u32, 3u32);
+    let count = (row_len * n_tokens) as usize;
+    let gate: Vec<f32> = values(count, 20).iter().map(|v| v * 8.0).collect();
+    let up = values(count, 21);
+    let step = step_buffer(&ctx, 0, n_tokens);
+    for activation in [Activation::GeluTanh, Activation::Silu] {
+        let gate_buf = f32_buffer(&ctx, &gate);
+        let up_buf = f32_buffer(&ctx, &up);
+        let mut ops = OpList::new();
+        record_gated_activation(&ctx, &mut ops, "act", &gate_buf, &up_buf, &step, row_len, activation).unwrap();
+        run(&ctx, &ops, n_tokens);
+        let expected: Vec<f64> = gate
+            .iter()
+            .zip(&up)
+            .map(|(&g, &u)| {
+                let g = g as f64;
+                let a = match activation {
+                    Activation::GeluTanh => 0.5 * g * (1.0 + (0.7978845608028654 * (g + 0.044715 * g.powi(3))).tanh()),
+                    Activation::Silu => g / (1.0 + (-g).exp()),
+                };
+                a * u as f64
+            })
+            .collect();
+        assert_close(&format!("{activation:?}"), &ctx.read_f32(&gate_buf, count).unwrap(), &expected, 1e-5, 1e-5);
+    }
+
+    let a = f32_buffer(&ctx, &gate);
+    let b = f32_buffer(&ctx, &up);
+    let last = ctx.zeroed_storage("last", u64::from(row_len) * 4);
+    let mut ops = OpList::new();
+    record_add(&ctx, &mut ops, "add", &a, &b, &step, row_len).unwrap();
+    record_copy_last_row(&ctx, &mut ops, "last", &a, &last, &step, row_len).unwrap();
+    run(&ctx, &ops, n_tokens);
+    let sums: Vec<f64> = gate.iter().zip(&up).map(|(&x, &y)| x as f64 + y as f64).collect();
+    assert_close("add", &ctx.read_f32(&a, count).unwrap(), &sums, 1e-6, 1e-6);
+    assert_close("last row", &ctx.read_f32(&last, row_len as usize).unwrap(), &sums[count - row_len as usize..], 1e-6, 1e-6);
+}
