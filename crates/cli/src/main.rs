@@ -27,6 +27,10 @@ enum Command {
     Perplexity(commands::perplexity::PerplexityArgs),
     /// Manage installed models.
     Models(commands::models::ModelsArgs),
+    /// Measure prefill and decode speed (llama-bench's method).
+    Bench(commands::bench::BenchArgs),
+    /// Write a synthetic GGUF model with random weights in llama.cpp's Q4_K_M mix.
+    Synth(commands::synth::SynthArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +46,8 @@ fn main() -> ExitCode {
         Command::Chat(args) => commands::chat::run(args),
         Command::Perplexity(args) => commands::perplexity::run(args),
         Command::Models(args) => commands::models::run(args),
+        Command::Bench(args) => commands::bench::run(args),
+        Command::Synth(args) => commands::synth::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

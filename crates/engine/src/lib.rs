@@ -11,6 +11,7 @@ pub mod kernels;
 pub mod model;
 pub mod quant;
 pub mod store;
+pub mod synth;
 pub mod tokenizer;
 
 pub use generate::{

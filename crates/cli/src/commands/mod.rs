@@ -1,3 +1,4 @@
+pub mod bench;
 pub mod chat;
 pub mod devices;
 pub mod model_loading;
@@ -5,4 +6,5 @@ pub mod models;
 pub mod perplexity;
 pub mod run;
 pub mod sampling_args;
+pub mod synth;
 pub mod tokenize;

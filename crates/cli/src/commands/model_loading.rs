@@ -25,9 +25,14 @@ pub fn resolve_model_path(name_or_path: &str) -> Result<PathBuf> {
 }
 
 pub fn load(args: &ModelArgs) -> Result<Arc<LoadedModel>> {
+    load_with(args, args.ctx, None)
+}
+
+/// Loads with an explicit context length and prefill batch size.
+pub fn load_with(args: &ModelArgs, context_len: Option<u32>, max_batch: Option<u32>) -> Result<Arc<LoadedModel>> {
     let path = resolve_model_path(&args.model)?;
     let engine = Engine::new(EngineOptions::default())?;
-    let options = LoadOptions { context_len: args.ctx, ..Default::default() };
+    let options = LoadOptions { context_len, max_batch };
     let model = engine
         .load_model(&path, options, &mut |_| {})
         .with_context(|| format!("loading {}", path.display()))?;

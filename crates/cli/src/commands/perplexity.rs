@@ -2,7 +2,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use super::model_loading::{load, ModelArgs};
+use super::model_loading::{load_with, ModelArgs};
 
 #[derive(clap::Args)]
 pub struct PerplexityArgs {
@@ -19,9 +19,7 @@ pub struct PerplexityArgs {
 pub fn run(args: PerplexityArgs) -> Result<()> {
     let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let n_ctx = args.model.ctx.unwrap_or(512);
-    let mut model_args = args.model.clone();
-    model_args.ctx = Some(n_ctx);
-    let model = load(&model_args)?;
+    let model = load_with(&args.model, Some(n_ctx), Some(n_ctx))?;
     let result = doppler_engine::evaluate::perplexity(&model, &text, n_ctx as usize, &mut |chunk, total, running| {
         eprintln!("[{}/{}] running PPL = {running:.4}", chunk + 1, total);
     })?;

@@ -1,4 +1,4 @@
-use std::{sync::Arc, time::Instant};
+use std::{collections::VecDeque, sync::Arc, time::Instant};
 
 use serde::Serialize;
 
@@ -21,11 +21,14 @@ pub struct GenerateOptions {
     pub max_tokens: u32,
     /// Generation ends when the text contains one of these; it is not part of the output.
     pub stop: Vec<String>,
+    /// Keep generating past end-of-generation tokens (benchmarks).
+    #[serde(default)]
+    pub ignore_eos: bool,
 }
 
 impl Default for GenerateOptions {
     fn default() -> Self {
-        Self { sampling: SamplingParams::default(), max_tokens: 256, stop: Vec::new() }
+        Self { sampling: SamplingParams::default(), max_tokens: 256, stop: Vec::new(), ignore_eos: false }
     }
 }
 
@@ -75,7 +78,11 @@ pub struct Session {
     readback: wgpu::Buffer,
     profiler: Option<KernelProfiler>,
     last_timings: Vec<KernelTiming>,
+    steps_per_submit: usize,
 }
+
+/// Decode steps queued in one submit at most (the readback buffer holds one id per step).
+const MAX_STEPS_PER_SUBMIT: usize = 64;
 
 impl Session {
     pub(super) fn new(model: Arc<LoadedModel>) -> Result<Session, GenerateError> {
@@ -88,11 +95,11 @@ impl Session {
         })?;
         let readback = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("token readback"),
-            size: 4,
+            size: MAX_STEPS_PER_SUBMIT as u64 * 4,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        Ok(Session { model, graph, sampler, cached: Vec::new(), readback, profiler: None, last_timings: Vec::new() })
+        Ok(Session { model, graph, sampler, cached: Vec::new(), readback, profiler: None, last_timings: Vec::new(), steps_per_submit: 1 })
     }
 
     pub fn model(&self) -> &Arc<LoadedModel> {
@@ -152,8 +159,10 @@ impl Session {
         let ctx = self.model.ctx.clone();
         self.sampler.set_params(&ctx.queue, &options.sampling);
         self.sampler.reset_history(&ctx.queue, prompt);
-        let mut next = self.prefill(fresh)?;
+        let first = self.prefill(fresh)?;
         let prefill_ms = started.elapsed().as_secs_f64() * 1e3;
+        // Sampled tokens not yet handed out; every one but the first was also fed to the GPU.
+        let mut sampled = VecDeque::from([first]);
 
         let mut decoder = StreamDecoder::new(&self.model.tokenizer);
         let mut stops = StopStringFilter::new(&options.stop);
@@ -162,8 +171,18 @@ impl Session {
         let mut text = String::new();
         let decode_started = Instant::now();
         let stop_reason = loop {
+            let next = match sampled.pop_front() {
+                Some(token) => token,
+                None => {
+                    let last = *tokens.last().expect("the first token came from prefill");
+                    let remaining = (options.max_tokens as usize).saturating_sub(tokens.len());
+                    let steps = self.steps_per_submit.min(remaining).min(context - 1 - self.cached.len()).max(1);
+                    sampled.extend(self.decode_steps(last, steps)?);
+                    sampled.pop_front().expect("decode_steps returns one token per step")
+                }
+            };
             tokens.push(next);
-            if end_ids.contains(&next) {
+            if !options.ignore_eos && end_ids.contains(&next) {
                 break StopReason::Eos;
             }
             let filtered = stops.push(&decoder.push(next));
@@ -180,11 +199,12 @@ impl Session {
             if cancel.is_cancelled() {
                 break StopReason::Cancelled;
             }
-            if self.cached.len() + 1 >= context {
+            if sampled.is_empty() && self.cached.len() + 1 >= context {
                 break StopReason::ContextFull;
             }
-            next = self.decode_step(next)?;
         };
+        // Tokens decoded ahead of a stop were fed to the GPU but are not part of the conversation.
+        self.cached.truncate(self.cached.len() - sampled.len());
         if stop_reason != StopReason::StopString {
             let tail = decoder.finish();
             let rest = stops.push(&tail).text + &stops.finish();
@@ -229,33 +249,52 @@ impl Session {
         let batch = self.graph.acts.max_tokens as usize;
         let mut sampled = 0;
         for chunk in tokens.chunks(batch) {
-            sampled = self.run_step(chunk, true)?;
+            sampled = self.run_step(chunk)?;
         }
         Ok(sampled)
     }
 
-    /// Runs one already-sampled token (which the GPU put in place) and returns the next.
-    fn decode_step(&mut self, token: u32) -> Result<u32, GenerateError> {
-        self.cached.push(token);
-        let next = self.submit_and_read(false, 1)?;
-        Ok(next)
+    /// Runs `steps` decode steps in one submit, starting from `last` (which the sampler already
+    /// put in the GPU's input slot); each step's sampled token is fed to the next on the GPU,
+    /// and the CPU reads all of them back once at the end.
+    fn decode_steps(&mut self, last: u32, steps: usize) -> Result<Vec<u32>, GenerateError> {
+        let ctx = self.model.ctx.clone();
+        let steps = steps.min(MAX_STEPS_PER_SUBMIT);
+        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("decode steps") });
+        for step in 0..steps {
+            self.graph.decode.encode(&mut encoder, 1, self.profiler.as_ref());
+            encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readback, step as u64 * 4, 4);
+        }
+        ctx.queue.submit([encoder.finish()]);
+        let bytes = map_and_read(&ctx.device, &self.readback, steps as u64 * 4)?;
+        if let Some(profiler) = &self.profiler {
+            self.last_timings = profiler.read(&ctx)?;
+        }
+        let outputs: Vec<u32> = bytemuck::cast_slice(&bytes).to_vec();
+        self.cached.push(last);
+        self.cached.extend_from_slice(&outputs[..steps - 1]);
+        Ok(outputs)
+    }
+
+    /// How many decode steps to queue per submit (1 = read every token back before the next step).
+    pub fn set_steps_per_submit(&mut self, steps: usize) {
+        self.steps_per_submit = steps.clamp(1, MAX_STEPS_PER_SUBMIT);
     }
 
     /// Writes a prefill batch and its step header, runs it, and returns the sampled token.
-    fn run_step(&mut self, chunk: &[u32], prefill: bool) -> Result<u32, GenerateError> {
+    fn run_step(&mut self, chunk: &[u32]) -> Result<u32, GenerateError> {
         let queue = &self.model.ctx.queue;
         queue.write_buffer(&self.graph.acts.tokens, 0, bytemuck::cast_slice(chunk));
         let step = [self.cached.len() as u32, chunk.len() as u32, 0, 0];
         queue.write_buffer(&self.graph.acts.step, 0, bytemuck::cast_slice(&step));
         self.cached.extend_from_slice(chunk);
-        self.submit_and_read(prefill, chunk.len() as u32)
+        self.submit_and_read(chunk.len() as u32)
     }
 
-    fn submit_and_read(&mut self, prefill: bool, n_tokens: u32) -> Result<u32, GenerateError> {
+    fn submit_and_read(&mut self, n_tokens: u32) -> Result<u32, GenerateError> {
         let ctx = self.model.ctx.clone();
-        let ops = if prefill { &self.graph.prefill } else { &self.graph.decode };
-        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("forward step") });
-        ops.encode(&mut encoder, n_tokens, self.profiler.as_ref());
+        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prefill step") });
+        self.graph.prefill.encode(&mut encoder, n_tokens, self.profiler.as_ref());
         encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readback, 0, 4);
         ctx.queue.submit([encoder.finish()]);
         let bytes = map_and_read(&ctx.device, &self.readback, 4)?;
@@ -263,6 +302,18 @@ impl Session {
             self.last_timings = profiler.read(&ctx)?;
         }
         Ok(u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes read back")))
+    }
+
+    /// Runs `tokens` from an empty cache as prefill and returns the token sampled after them
+    /// (benchmarks time exactly this).
+    pub fn prefill_from_empty(&mut self, tokens: &[u32], sampling: &SamplingParams) -> Result<u32, GenerateError> {
+        if tokens.is_empty() || tokens.len() >= self.graph.context_len as usize {
+            return Err(GenerateError::PromptTooLong { prompt_tokens: tokens.len(), context_len: self.graph.context_len as usize });
+        }
+        self.reset();
+        self.sampler.set_params(&self.model.ctx.queue, sampling);
+        self.sampler.reset_history(&self.model.ctx.queue, tokens);
+        self.prefill(tokens)
     }
 
     /// Runs `tokens` from an empty cache and returns the logits after the last one.

@@ -1,0 +1,200 @@
+//! `doppler bench`: llama-bench's method. pp = one batch of N prompt tokens from an empty
+//! cache; tg = N tokens decoded one at a time from an empty cache, greedy, timed end to end
+//! (sampling and every CPU step included); a warm-up run is excluded; mean ± stddev.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use doppler_engine::{CancelToken, GenerateOptions, SamplingParams};
+use serde::Serialize;
+
+use super::model_loading::{load_with, ModelArgs};
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    #[arg(long, default_value_t = 512)]
+    prompt_tokens: u32,
+    #[arg(long, default_value_t = 128)]
+    gen_tokens: u32,
+    #[arg(long, default_value_t = 5)]
+    runs: u32,
+    /// Decode steps queued per GPU submit (the GPU-resident decode loop reads tokens back once per submit).
+    #[arg(long, default_value_t = 16)]
+    steps_per_submit: usize,
+    /// Print the per-kernel GPU time table (timestamp queries).
+    #[arg(long)]
+    profile: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Stat {
+    mean: f64,
+    stddev: f64,
+    samples: Vec<f64>,
+}
+
+impl Stat {
+    fn of(samples: Vec<f64>) -> Stat {
+        let n = samples.len().max(1) as f64;
+        let mean = samples.iter().sum::<f64>() / n;
+        let variance = samples.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+        Stat { mean, stddev: variance.sqrt(), samples }
+    }
+}
+
+#[derive(Serialize)]
+struct KernelRow {
+    kernel: String,
+    dispatches_per_token: usize,
+    microseconds_per_token: f64,
+    share: f64,
+}
+
+#[derive(Serialize)]
+struct BenchReport {
+    model: String,
+    architecture: String,
+    quantization: String,
+    adapter: String,
+    prompt_tokens: u32,
+    gen_tokens: u32,
+    runs: u32,
+    steps_per_submit: usize,
+    pp_tokens_per_second: Stat,
+    tg_tokens_per_second: Stat,
+    ttft_ms: Stat,
+    ms_per_token_p50: f64,
+    ms_per_token_p90: f64,
+    submits_per_token: f64,
+    readback_bytes_per_token: f64,
+    gpu_memory_bytes: u64,
+    kernels_per_token: Vec<KernelRow>,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+pub fn run(args: BenchArgs) -> Result<()> {
+    let context = args.prompt_tokens.max(args.gen_tokens + 1) + 16;
+    let model = load_with(&args.model, Some(context), Some(args.prompt_tokens.max(1)))?;
+    let mut session = model.new_session()?;
+    session.set_steps_per_submit(args.steps_per_submit);
+    let vocab = model.config().vocab_size;
+    let bos = model.tokenizer().bos_id();
+    // A fixed, varied prompt: ids spread over the vocabulary.
+    let prompt: Vec<u32> = std::iter::once(bos).chain((1..args.prompt_tokens).map(|i| (i * 7919 + 13) % vocab)).collect();
+    let greedy = SamplingParams::greedy();
+    let options = GenerateOptions { sampling: greedy.clone(), max_tokens: args.gen_tokens, stop: Vec::new(), ignore_eos: true };
+
+    let mut pp = Vec::new();
+    let mut tg = Vec::new();
+    let mut ttft = Vec::new();
+    let mut intervals = Vec::new();
+    for run in 0..=args.runs {
+        let started = Instant::now();
+        session.prefill_from_empty(&prompt, &greedy)?;
+        let pp_seconds = started.elapsed().as_secs_f64();
+
+        session.reset();
+        let started = Instant::now();
+        let mut last = started;
+        let mut first_token_ms = None;
+        let mut token_intervals = Vec::new();
+        let summary = session.generate(&[bos], &options, &CancelToken::new(), &mut |_| {
+            let now = Instant::now();
+            first_token_ms.get_or_insert((now - started).as_secs_f64() * 1e3);
+            token_intervals.push((now - last).as_secs_f64() * 1e3);
+            last = now;
+        })?;
+        let tg_seconds = started.elapsed().as_secs_f64();
+        if run == 0 {
+            continue; // warm-up
+        }
+        pp.push(f64::from(args.prompt_tokens) / pp_seconds);
+        tg.push(summary.generated_tokens as f64 / tg_seconds);
+        ttft.push(first_token_ms.unwrap_or(0.0));
+        intervals.extend(token_intervals);
+    }
+    intervals.sort_by(|a, b| a.total_cmp(b));
+
+    let kernels_per_token = if args.profile { profile(&mut session, bos)? } else { Vec::new() };
+    let report = BenchReport {
+        model: model.info().name.clone(),
+        architecture: model.info().architecture.clone(),
+        quantization: model.info().quantization.clone(),
+        adapter: model.gpu().describe(),
+        prompt_tokens: args.prompt_tokens,
+        gen_tokens: args.gen_tokens,
+        runs: args.runs,
+        steps_per_submit: args.steps_per_submit,
+        pp_tokens_per_second: Stat::of(pp),
+        tg_tokens_per_second: Stat::of(tg),
+        ttft_ms: Stat::of(ttft),
+        ms_per_token_p50: percentile(&intervals, 0.5),
+        ms_per_token_p90: percentile(&intervals, 0.9),
+        submits_per_token: 1.0 / args.steps_per_submit as f64,
+        readback_bytes_per_token: 4.0,
+        gpu_memory_bytes: model.info().weight_bytes + session.gpu_bytes(),
+        kernels_per_token,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{} ({} {}) on {}", report.model, report.architecture, report.quantization, report.adapter);
+        println!("pp{}: {:.1} ± {:.1} tok/s", args.prompt_tokens, report.pp_tokens_per_second.mean, report.pp_tokens_per_second.stddev);
+        println!("tg{}: {:.1} ± {:.1} tok/s", args.gen_tokens, report.tg_tokens_per_second.mean, report.tg_tokens_per_second.stddev);
+        println!("ttft {:.2} ms, ms/token p50 {:.3} p90 {:.3}, GPU memory {} MiB", report.ttft_ms.mean, report.ms_per_token_p50, report.ms_per_token_p90, report.gpu_memory_bytes >> 20);
+        if !report.kernels_per_token.is_empty() {
+            println!("{:<28} {:>6} {:>12} {:>7}", "kernel", "calls", "µs/token", "share");
+            for row in &report.kernels_per_token {
+                println!("{:<28} {:>6} {:>12.2} {:>6.1}%", row.kernel, row.dispatches_per_token, row.microseconds_per_token, row.share * 100.0);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// GPU time per kernel kind of one profiled decode step (a few tokens into a sequence).
+fn profile(session: &mut doppler_engine::Session, bos: u32) -> Result<Vec<KernelRow>> {
+    session.set_steps_per_submit(1);
+    session.set_profiling(true);
+    session.reset();
+    let options = GenerateOptions { sampling: SamplingParams::greedy(), max_tokens: 8, stop: Vec::new(), ignore_eos: true };
+    session.generate(&[bos], &options, &CancelToken::new(), &mut |_| {})?;
+    let timings = session.last_step_timings().to_vec();
+    session.set_profiling(false);
+    let mut totals: Vec<(String, usize, f64)> = Vec::new();
+    for timing in &timings {
+        let kind = kernel_kind(&timing.label);
+        match totals.iter_mut().find(|(k, _, _)| *k == kind) {
+            Some(entry) => {
+                entry.1 += 1;
+                entry.2 += timing.nanoseconds;
+            }
+            None => totals.push((kind, 1, timing.nanoseconds)),
+        }
+    }
+    let sum: f64 = totals.iter().map(|t| t.2).sum::<f64>().max(1.0);
+    let mut rows: Vec<KernelRow> = totals
+        .into_iter()
+        .map(|(kernel, calls, ns)| KernelRow { kernel, dispatches_per_token: calls, microseconds_per_token: ns / 1e3, share: ns / sum })
+        .collect();
+    rows.sort_by(|a, b| b.microseconds_per_token.total_cmp(&a.microseconds_per_token));
+    Ok(rows)
+}
+
+/// "blk.12.attn_q" → "attn_q": one row per kind of kernel, not per layer.
+fn kernel_kind(label: &str) -> String {
+    match label.strip_prefix("blk.") {
+        Some(rest) => rest.split_once('.').map(|(_, kind)| kind.to_string()).unwrap_or_else(|| rest.to_string()),
+        None => label.to_string(),
+    }
+}
