@@ -1,0 +1,145 @@
+//! Both default models against llama.cpp's reference outputs (`../shared/reference`):
+//! first-step logits, 24 greedy tokens on every public prompt, and perplexity within 1%.
+//! Runs on whatever adapter wgpu finds (lavapipe in CI).
+//!
+//! Models come from `DOPPLER_TEST_MODELS_DIR`; `make test` fetches them and sets it.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, OnceLock},
+};
+
+use doppler_engine::{evaluate::perplexity, CancelToken, Engine, EngineOptions, GenerateOptions, LoadOptions, LoadedModel, SamplingParams};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Reference {
+    cases: Vec<Case>,
+    perplexity: PerplexityReference,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    prompt: String,
+    prompt_tokens: Vec<u32>,
+    greedy_tokens: Vec<u32>,
+    first_step_top10: Vec<(u32, f32)>,
+}
+
+#[derive(Deserialize)]
+struct PerplexityReference {
+    n_ctx: usize,
+    ppl: f64,
+    scored_tokens: usize,
+}
+
+fn reference_dir() -> PathBuf {
+    if let Ok(dir) = std::env::var("DOPPLER_REFERENCE_DIR") {
+        return PathBuf::from(dir);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference")
+}
+
+fn load_reference(name: &str) -> Reference {
+    let path = reference_dir().join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e} (set DOPPLER_REFERENCE_DIR)", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| Engine::new(EngineOptions::default()).expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)"))
+}
+
+/// `None` only where the caller explicitly allows missing models.
+fn load_model(file: &str) -> Option<Arc<LoadedModel>> {
+    let Ok(dir) = std::env::var("DOPPLER_TEST_MODELS_DIR") else {
+        if std::env::var("DOPPLER_ALLOW_MISSING_MODELS").as_deref() == Ok("1") {
+            eprintln!("skipping: DOPPLER_TEST_MODELS_DIR is not set");
+            return None;
+        }
+        panic!("DOPPLER_TEST_MODELS_DIR is not set: run `make test`, or set DOPPLER_ALLOW_MISSING_MODELS=1 to skip");
+    };
+    let path = Path::new(&dir).join(file);
+    let options = LoadOptions { context_len: Some(512), max_batch: Some(128) };
+    Some(engine().load_model(&path, options, &mut |_| {}).unwrap_or_else(|e| panic!("loading {}: {e}", path.display())))
+}
+
+/// The first-step logits: the top token must agree and the reference's top-10 logits must
+/// be reproduced within 2% of the logit range (llama.cpp's CPU backend quantizes activations
+/// to 8 bits inside its matmuls; we keep them in f32).
+fn check_first_step(model: &Arc<LoadedModel>, reference: &Reference) {
+    let mut session = model.new_session().unwrap();
+    for case in &reference.cases {
+        let logits = session.logits_after(&case.prompt_tokens).unwrap();
+        let spread = case.first_step_top10[0].1 - case.first_step_top10[9].1;
+        let tolerance = 0.02 * case.first_step_top10[0].1.abs().max(spread).max(1.0);
+        for &(token, expected) in &case.first_step_top10 {
+            let actual = logits[token as usize];
+            assert!((actual - expected).abs() <= tolerance, "{:?}: logit of token {token} is {actual}, llama.cpp has {expected} (tolerance {tolerance})", case.prompt);
+        }
+    }
+}
+
+/// Greedy decoding: identical tokens, except that a divergence at a near-tie (top-2 gap under
+/// 0.1 logits in our own logits at that step) is reported and accepted.
+fn check_greedy(model: &Arc<LoadedModel>, reference: &Reference) {
+    let mut session = model.new_session().unwrap();
+    let options = GenerateOptions { sampling: SamplingParams::greedy(), max_tokens: 24, stop: Vec::new(), ignore_eos: false };
+    let mut failures = Vec::new();
+    for case in &reference.cases {
+        session.reset();
+        let summary = session.generate(&case.prompt_tokens, &options, &CancelToken::new(), &mut |_| {}).unwrap();
+        let expected = &case.greedy_tokens;
+        let Some(step) = summary.tokens.iter().zip(expected).position(|(a, b)| a != b) else {
+            assert!(summary.tokens.len() >= expected.len(), "{:?}: stopped after {} tokens, llama.cpp made {}", case.prompt, summary.tokens.len(), expected.len());
+            continue;
+        };
+        let mut context = case.prompt_tokens.clone();
+        context.extend_from_slice(&expected[..step]);
+        let logits = session.logits_after(&context).unwrap();
+        let mut sorted: Vec<f32> = logits.clone();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        let gap = sorted[0] - sorted[1];
+        let ours = summary.tokens[step];
+        let theirs = expected[step];
+        let report = format!(
+            "{:?}: diverges at step {step}: ours {ours} (logit {}), llama.cpp {theirs} (logit {}), our top-2 gap {gap:.4}",
+            case.prompt, logits[ours as usize], logits[theirs as usize]
+        );
+        let near_tie = (logits[ours as usize] - logits[theirs as usize]).abs() < 0.1;
+        if near_tie {
+            eprintln!("accepted near-tie divergence — {report}");
+        } else {
+            failures.push(report);
+        }
+    }
+    assert!(failures.is_empty(), "greedy divergences beyond near-ties:\n{}", failures.join("\n"));
+}
+
+fn check_perplexity(model: &Arc<LoadedModel>, reference: &Reference) {
+    let text = std::fs::read_to_string(reference_dir().join("generator/public_ppl.txt")).unwrap();
+    let result = perplexity(model, &text, reference.perplexity.n_ctx, &mut |_, _, _| {}).unwrap();
+    assert_eq!(result.scored_tokens, reference.perplexity.scored_tokens, "scored token count");
+    let relative = (result.perplexity - reference.perplexity.ppl).abs() / reference.perplexity.ppl;
+    eprintln!("perplexity {:.4} vs llama.cpp {:.4} ({:.3}%)", result.perplexity, reference.perplexity.ppl, relative * 100.0);
+    assert!(relative < 0.01, "perplexity {} differs from llama.cpp's {} by {:.2}%", result.perplexity, reference.perplexity.ppl, relative * 100.0);
+}
+
+#[test]
+fn smollm2_matches_llama_cpp() {
+    let Some(model) = load_model("SmolLM2-135M-Instruct.Q4_1.gguf") else { return };
+    let reference = load_reference("smollm2-135m-instruct-q4_1");
+    check_first_step(&model, &reference);
+    check_greedy(&model, &reference);
+    check_perplexity(&model, &reference);
+}
+
+#[test]
+fn gemma3_matches_llama_cpp() {
+    let Some(model) = load_model("gemma-3-270m-q4_k_m.gguf") else { return };
+    let reference = load_reference("gemma-3-270m-q4_k_m");
+    check_first_step(&model, &reference);
+    check_greedy(&model, &reference);
+    check_perplexity(&model, &reference);
+}
