@@ -1,1 +1,25 @@
-//! (in progress)
+//! GGUF (versions 2 and 3) reading and writing.
+//!
+//! The reader treats files as untrusted: every count, length, offset and size is checked
+//! against the bytes actually present before anything is allocated or sliced, and every
+//! error names the file and the key, tensor or offset at fault.
+
+mod cursor;
+mod error;
+mod file;
+mod ggml_type;
+mod metadata;
+mod writer;
+
+#[cfg(test)]
+mod real_model_tests;
+#[cfg(test)]
+mod robustness_tests;
+#[cfg(test)]
+pub(crate) mod test_models;
+
+pub use error::{GgufError, Malformation, Section};
+pub use file::{GgufFile, TensorInfo};
+pub use ggml_type::GgmlType;
+pub use metadata::{Metadata, MetadataArray, MetadataValue, StringArray};
+pub use writer::{GgufWriteError, GgufWriter};

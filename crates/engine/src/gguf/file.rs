@@ -1,0 +1,475 @@
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::Path;
+
+use memmap2::Mmap;
+
+use super::cursor::Cursor;
+use super::error::{GgufError, Malformation, Section};
+use super::ggml_type::GgmlType;
+use super::metadata::{Metadata, MetadataArray, MetadataValue, StringArray, ValueType};
+
+pub(crate) const GGUF_MAGIC: &[u8; 4] = b"GGUF";
+pub(crate) const DEFAULT_ALIGNMENT: u64 = 32;
+pub(crate) const ALIGNMENT_KEY: &str = "general.alignment";
+pub(crate) const MAX_DIMS: u32 = 4;
+/// Nested metadata arrays (arrays of arrays) deeper than this are refused, which also bounds
+/// the parser's recursion.
+pub(crate) const MAX_ARRAY_DEPTH: usize = 4;
+
+/// Where a tensor is and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorInfo {
+    pub name: String,
+    /// GGUF order: `dims[0]` is the contiguous row length.
+    pub dims: Vec<u64>,
+    pub ggml_type: GgmlType,
+    /// Absolute byte offset of the data in the file.
+    pub offset: u64,
+    pub n_bytes: u64,
+}
+
+impl TensorInfo {
+    pub fn n_elements(&self) -> u64 {
+        // Checked at open: the product does not overflow.
+        self.dims.iter().product()
+    }
+
+    /// Number of rows: the product of `dims[1..]`.
+    pub fn rows(&self) -> u64 {
+        self.dims[1..].iter().product()
+    }
+
+    pub fn row_len(&self) -> u64 {
+        self.dims[0]
+    }
+
+    /// Bytes of one row.
+    pub fn row_bytes(&self) -> u64 {
+        self.n_bytes / self.rows()
+    }
+}
+
+enum Storage {
+    Mapped(Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Storage {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Storage::Mapped(map) => map,
+            Storage::Owned(bytes) => bytes,
+        }
+    }
+}
+
+/// A parsed GGUF file (versions 2 and 3, little-endian). All structure is validated at open,
+/// so tensor data can be sliced without further checks.
+pub struct GgufFile {
+    storage: Storage,
+    source: String,
+    version: u32,
+    alignment: u64,
+    metadata: Metadata,
+    tensors: Vec<TensorInfo>,
+    tensor_index: HashMap<String, usize>,
+    data_offset: u64,
+}
+
+impl std::fmt::Debug for GgufFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GgufFile")
+            .field("source", &self.source)
+            .field("version", &self.version)
+            .field("metadata_entries", &self.metadata.len())
+            .field("tensors", &self.tensors.len())
+            .finish()
+    }
+}
+
+impl GgufFile {
+    /// Memory-maps and parses the file at `path`; errors name the path.
+    pub fn open(path: &Path) -> Result<GgufFile, GgufError> {
+        let io_error = |source| GgufError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io_error)?;
+        // SAFETY: the map is read-only. Another process truncating or rewriting the model
+        // file while it is open is outside what we can guard against (as for every mmap reader).
+        let map = unsafe { Mmap::map(&file) }.map_err(io_error)?;
+        Self::parse(Storage::Mapped(map), path.display().to_string())
+    }
+
+    /// Parses a file held in memory; errors name it `<memory>`.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<GgufFile, GgufError> {
+        Self::parse(Storage::Owned(bytes), "<memory>".to_string())
+    }
+
+    fn parse(storage: Storage, source: String) -> Result<GgufFile, GgufError> {
+        let parsed = parse_structure(storage.bytes()).map_err(|problem| GgufError::Malformed {
+            file: source.clone(),
+            problem,
+        })?;
+        Ok(GgufFile {
+            storage,
+            source,
+            version: parsed.version,
+            alignment: parsed.alignment,
+            metadata: parsed.metadata,
+            tensor_index: parsed
+                .tensors
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.name.clone(), i))
+                .collect(),
+            tensors: parsed.tensors,
+            data_offset: parsed.data_offset,
+        })
+    }
+
+    /// The path the file was opened from, or `<memory>`.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// `general.alignment`, or 32 when absent.
+    pub fn alignment(&self) -> u64 {
+        self.alignment
+    }
+
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// Tensors in file order.
+    pub fn tensors(&self) -> &[TensorInfo] {
+        &self.tensors
+    }
+
+    pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
+        self.tensor_index.get(name).map(|&i| &self.tensors[i])
+    }
+
+    /// Absolute offset of the tensor data section.
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
+    }
+
+    pub fn file_size(&self) -> u64 {
+        self.storage.bytes().len() as u64
+    }
+
+    /// The tensor's bytes. `info` must come from this file (its bounds were checked at open).
+    pub fn tensor_data(&self, info: &TensorInfo) -> &[u8] {
+        let start = info.offset as usize;
+        &self.storage.bytes()[start..start + info.n_bytes as usize]
+    }
+
+    /// `general.architecture`.
+    pub fn architecture(&self) -> Result<&str, GgufError> {
+        self.metadata
+            .get_str("general.architecture")?
+            .ok_or_else(|| GgufError::MissingKey {
+                key: "general.architecture".to_string(),
+            })
+    }
+}
+
+struct Structure {
+    version: u32,
+    alignment: u64,
+    metadata: Metadata,
+    tensors: Vec<TensorInfo>,
+    data_offset: u64,
+}
+
+fn parse_structure(bytes: &[u8]) -> Result<Structure, Malformation> {
+    let mut cursor = Cursor::new(bytes);
+    let magic = cursor.take(4, &|| "magic".to_string())?;
+    if magic != GGUF_MAGIC {
+        return Err(Malformation::BadMagic {
+            found: magic.to_vec(),
+        });
+    }
+    let version = cursor.u32(&|| "version".to_string())?;
+    if version != 2 && version != 3 {
+        let hint = match version {
+            1 => "; version 1 is obsolete",
+            v if v.swap_bytes() == 2 || v.swap_bytes() == 3 => "; this looks like a big-endian file",
+            _ => "",
+        };
+        return Err(Malformation::UnsupportedVersion { version, hint });
+    }
+    let tensor_count = cursor.u64(&|| "tensor count".to_string())?;
+    let kv_count = cursor.u64(&|| "metadata key/value count".to_string())?;
+
+    cursor.section = Section::Metadata;
+    let metadata = read_metadata(&mut cursor, kv_count)?;
+    let alignment = alignment_of(&metadata)?;
+
+    cursor.section = Section::TensorInfo;
+    let mut infos = read_tensor_infos(&mut cursor, tensor_count)?;
+
+    cursor.section = Section::Data;
+    let data_offset = align_up(cursor.position(), alignment).ok_or(Malformation::Truncated {
+        section: Section::Data,
+        what: "padding before tensor data".to_string(),
+        offset: cursor.position(),
+        needed: alignment,
+        file_size: bytes.len() as u64,
+    })?;
+    for info in &mut infos {
+        info.offset = locate_data(info, data_offset, alignment, bytes.len() as u64)?;
+    }
+    Ok(Structure {
+        version,
+        alignment,
+        metadata,
+        tensors: infos,
+        data_offset,
+    })
+}
+
+fn align_up(position: u64, alignment: u64) -> Option<u64> {
+    position.checked_next_multiple_of(alignment)
+}
+
+fn alignment_of(metadata: &Metadata) -> Result<u64, Malformation> {
+    let alignment = metadata
+        .get_u32(ALIGNMENT_KEY)
+        .map_err(|e| Malformation::AlignmentType(e.to_string()))?
+        .map_or(DEFAULT_ALIGNMENT, u64::from);
+    if !alignment.is_power_of_two() {
+        return Err(Malformation::BadAlignment { value: alignment });
+    }
+    Ok(alignment)
+}
+
+fn read_metadata(cursor: &mut Cursor, kv_count: u64) -> Result<Metadata, Malformation> {
+    // Smallest entry: empty key (8-byte length), type id (4), a one-byte value.
+    cursor.check_count(kv_count, 8 + 4 + 1, &|| "metadata key/value".to_string())?;
+    let mut metadata = Metadata::default();
+    for i in 0..kv_count {
+        let key = cursor.str(&|| format!("metadata key #{i}"))?;
+        let type_id = cursor.u32(&|| format!("type of metadata key '{key}'"))?;
+        let value = read_value(cursor, type_id, key, 0)?;
+        metadata
+            .insert_new(key.to_string(), value)
+            .map_err(|key| Malformation::DuplicateKey { key })?;
+    }
+    Ok(metadata)
+}
+
+fn value_type(type_id: u32, key: &str) -> Result<ValueType, Malformation> {
+    ValueType::from_id(type_id).ok_or_else(|| Malformation::UnknownValueType {
+        key: key.to_string(),
+        id: type_id,
+    })
+}
+
+fn read_value(cursor: &mut Cursor, type_id: u32, key: &str, depth: usize) -> Result<MetadataValue, Malformation> {
+    let what = || format!("value of metadata key '{key}'");
+    Ok(match value_type(type_id, key)? {
+        ValueType::U8 => MetadataValue::U8(cursor.u8(&what)?),
+        ValueType::I8 => MetadataValue::I8(cursor.i8(&what)?),
+        ValueType::U16 => MetadataValue::U16(cursor.u16(&what)?),
+        ValueType::I16 => MetadataValue::I16(cursor.i16(&what)?),
+        ValueType::U32 => MetadataValue::U32(cursor.u32(&what)?),
+        ValueType::I32 => MetadataValue::I32(cursor.i32(&what)?),
+        ValueType::U64 => MetadataValue::U64(cursor.u64(&what)?),
+        ValueType::I64 => MetadataValue::I64(cursor.i64(&what)?),
+        ValueType::F32 => MetadataValue::F32(cursor.f32(&what)?),
+        ValueType::F64 => MetadataValue::F64(cursor.f64(&what)?),
+        ValueType::Bool => MetadataValue::Bool(read_bool(cursor, key)?),
+        ValueType::String => MetadataValue::String(cursor.str(&what)?.to_string()),
+        ValueType::Array => MetadataValue::Array(read_array(cursor, key, depth)?),
+    })
+}
+
+fn read_bool(cursor: &mut Cursor, key: &str) -> Result<bool, Malformation> {
+    let offset = cursor.position();
+    match cursor.u8(&|| format!("value of metadata key '{key}'"))? {
+        0 => Ok(false),
+        1 => Ok(true),
+        value => Err(Malformation::InvalidBool {
+            key: key.to_string(),
+            value,
+            offset,
+        }),
+    }
+}
+
+/// Reads `count` fixed-size little-endian numbers in one bounds check.
+fn read_numbers<T, const N: usize>(
+    cursor: &mut Cursor,
+    count: usize,
+    key: &str,
+    decode: fn([u8; N]) -> T,
+) -> Result<Vec<T>, Malformation> {
+    // check_count already bounded count * N by the bytes left, so this cannot overflow.
+    let bytes = cursor.take((count * N) as u64, &|| format!("elements of metadata array '{key}'"))?;
+    Ok(bytes
+        .chunks_exact(N)
+        .map(|chunk| decode(chunk.try_into().expect("chunks_exact yields N bytes")))
+        .collect())
+}
+
+fn read_array(cursor: &mut Cursor, key: &str, depth: usize) -> Result<MetadataArray, Malformation> {
+    if depth >= MAX_ARRAY_DEPTH {
+        return Err(Malformation::NestingTooDeep {
+            key: key.to_string(),
+            max_depth: MAX_ARRAY_DEPTH,
+        });
+    }
+    let element_type_id = cursor.u32(&|| format!("element type of metadata array '{key}'"))?;
+    let element_type = value_type(element_type_id, key)?;
+    let count = cursor.u64(&|| format!("length of metadata array '{key}'"))?;
+    let count = cursor.check_count(count, element_type.min_encoded_len(), &|| {
+        format!("metadata array '{key}' element")
+    })?;
+    Ok(match element_type {
+        ValueType::U8 => MetadataArray::U8(read_numbers(cursor, count, key, u8::from_le_bytes)?),
+        ValueType::I8 => MetadataArray::I8(read_numbers(cursor, count, key, i8::from_le_bytes)?),
+        ValueType::U16 => MetadataArray::U16(read_numbers(cursor, count, key, u16::from_le_bytes)?),
+        ValueType::I16 => MetadataArray::I16(read_numbers(cursor, count, key, i16::from_le_bytes)?),
+        ValueType::U32 => MetadataArray::U32(read_numbers(cursor, count, key, u32::from_le_bytes)?),
+        ValueType::I32 => MetadataArray::I32(read_numbers(cursor, count, key, i32::from_le_bytes)?),
+        ValueType::U64 => MetadataArray::U64(read_numbers(cursor, count, key, u64::from_le_bytes)?),
+        ValueType::I64 => MetadataArray::I64(read_numbers(cursor, count, key, i64::from_le_bytes)?),
+        ValueType::F32 => MetadataArray::F32(read_numbers(cursor, count, key, f32::from_le_bytes)?),
+        ValueType::F64 => MetadataArray::F64(read_numbers(cursor, count, key, f64::from_le_bytes)?),
+        ValueType::Bool => {
+            let mut values = Vec::with_capacity(count);
+            for _ in 0..count {
+                values.push(read_bool(cursor, key)?);
+            }
+            MetadataArray::Bool(values)
+        }
+        ValueType::String => {
+            let mut strings = StringArray::new();
+            strings.reserve(count, 0);
+            for i in 0..count {
+                strings.push(cursor.str(&|| format!("element {i} of metadata array '{key}'"))?);
+            }
+            MetadataArray::String(strings)
+        }
+        ValueType::Array => {
+            let mut arrays = Vec::with_capacity(count);
+            for _ in 0..count {
+                arrays.push(read_array(cursor, key, depth + 1)?);
+            }
+            MetadataArray::Array(arrays)
+        }
+    })
+}
+
+fn read_tensor_infos(cursor: &mut Cursor, tensor_count: u64) -> Result<Vec<TensorInfo>, Malformation> {
+    // Smallest entry: empty name (8), n_dims (4), one dim (8), type (4), offset (8).
+    let count = cursor.check_count(tensor_count, 8 + 4 + 8 + 4 + 8, &|| "tensor info".to_string())?;
+    let mut infos = Vec::with_capacity(count);
+    let mut seen = std::collections::HashSet::with_capacity(count);
+    for i in 0..count {
+        let name = cursor.str(&|| format!("name of tensor #{i}"))?;
+        let what = |field: &str| format!("{field} of tensor '{name}'");
+        let n_dims = cursor.u32(&|| what("dimension count"))?;
+        if n_dims == 0 || n_dims > MAX_DIMS {
+            return Err(Malformation::DimensionCount {
+                tensor: name.to_string(),
+                n_dims,
+            });
+        }
+        let mut dims = Vec::with_capacity(n_dims as usize);
+        for _ in 0..n_dims {
+            dims.push(cursor.u64(&|| what("dimensions"))?);
+        }
+        let type_id = cursor.u32(&|| what("type"))?;
+        let relative_offset = cursor.u64(&|| what("data offset"))?;
+
+        if dims.contains(&0) {
+            return Err(Malformation::ZeroDimension {
+                tensor: name.to_string(),
+                dims,
+            });
+        }
+        let ggml_type = GgmlType::from_id(type_id).map_err(|_| Malformation::UnknownTensorType {
+            tensor: name.to_string(),
+            id: type_id,
+        })?;
+        let n_bytes = tensor_byte_size(name, &dims, ggml_type)?;
+        if !seen.insert(name) {
+            return Err(Malformation::DuplicateTensor {
+                tensor: name.to_string(),
+            });
+        }
+        infos.push(TensorInfo {
+            name: name.to_string(),
+            dims,
+            ggml_type,
+            // Relative until the data section start is known.
+            offset: relative_offset,
+            n_bytes,
+        });
+    }
+    Ok(infos)
+}
+
+fn tensor_byte_size(name: &str, dims: &[u64], ggml_type: GgmlType) -> Result<u64, Malformation> {
+    let overflow = || Malformation::SizeOverflow {
+        tensor: name.to_string(),
+        type_name: ggml_type.name(),
+        dims: dims.to_vec(),
+    };
+    let block_len = ggml_type.block_len();
+    if dims[0] % block_len as u64 != 0 {
+        return Err(Malformation::RowNotWholeBlocks {
+            tensor: name.to_string(),
+            type_name: ggml_type.name(),
+            row_len: dims[0],
+            block_len,
+        });
+    }
+    // ggml counts elements in an int64_t; refuse what it could not represent either.
+    let n_elements = dims
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= i64::MAX as u64)
+        .ok_or_else(overflow)?;
+    let row_bytes = ggml_type.row_bytes(dims[0]).map_err(|_| overflow())?;
+    let rows = n_elements / dims[0];
+    row_bytes.checked_mul(rows).ok_or_else(overflow)
+}
+
+fn locate_data(info: &TensorInfo, data_offset: u64, alignment: u64, file_size: u64) -> Result<u64, Malformation> {
+    let relative = info.offset;
+    if relative % alignment != 0 {
+        return Err(Malformation::MisalignedTensor {
+            tensor: info.name.clone(),
+            offset: relative,
+            alignment,
+        });
+    }
+    let absolute = data_offset
+        .checked_add(relative)
+        .ok_or_else(|| Malformation::DataOffsetOverflow {
+            tensor: info.name.clone(),
+            offset: relative,
+        })?;
+    let within_file = absolute
+        .checked_add(info.n_bytes)
+        .is_some_and(|end| end <= file_size);
+    if !within_file {
+        return Err(Malformation::TensorPastEnd {
+            tensor: info.name.clone(),
+            offset: absolute,
+            n_bytes: info.n_bytes,
+            file_size,
+        });
+    }
+    Ok(absolute)
+}
