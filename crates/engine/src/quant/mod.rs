@@ -1,1 +1,166 @@
-//! (in progress)
+//! ggml tensor formats on the CPU: block layouts, reference dequantization (the ground truth
+//! the WGSL kernels are tested against), simple round-to-nearest quantizers and random blocks
+//! for kernel tests and synthetic models.
+//!
+//! Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K.
+
+mod block;
+mod float;
+mod k_quants;
+mod legacy;
+mod rng;
+
+#[cfg(test)]
+mod real_tensor_tests;
+#[cfg(test)]
+mod round_trip_tests;
+
+use crate::gguf::GgmlType;
+
+pub use block::QuantBlock;
+pub use k_quants::{BlockQ4K, BlockQ5K, BlockQ6K};
+pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0};
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum QuantError {
+    #[error("{type_name} is not supported by the CPU reference")]
+    Unsupported { type_name: &'static str },
+    #[error("{count} values are not a whole number of {type_name} blocks of {block_len}")]
+    NotWholeBlocks {
+        type_name: &'static str,
+        count: usize,
+        block_len: usize,
+    },
+    #[error("{count} {type_name} values take {expected} bytes, got {actual}")]
+    ByteLength {
+        type_name: &'static str,
+        count: usize,
+        expected: usize,
+        actual: usize,
+    },
+    #[error("value {index} ({value}) cannot be quantized to {type_name}")]
+    NotRepresentable {
+        type_name: &'static str,
+        index: usize,
+        value: f32,
+    },
+}
+
+/// The bytes `count` values of `ty` take, checking that they form whole blocks.
+fn byte_len(ty: GgmlType, count: usize) -> Result<usize, QuantError> {
+    if count % ty.block_len() != 0 {
+        return Err(QuantError::NotWholeBlocks {
+            type_name: ty.name(),
+            count,
+            block_len: ty.block_len(),
+        });
+    }
+    Ok(count / ty.block_len() * ty.block_bytes())
+}
+
+/// Dequantizes whole blocks of `ty` from `bytes` into `out`, exactly as ggml's CPU backend does.
+/// `bytes` must hold exactly `out.len()` values (one row or several).
+pub fn dequantize_row(ty: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<(), QuantError> {
+    let expected = byte_len(ty, out.len())?;
+    if bytes.len() != expected {
+        return Err(QuantError::ByteLength {
+            type_name: ty.name(),
+            count: out.len(),
+            expected,
+            actual: bytes.len(),
+        });
+    }
+    match ty {
+        GgmlType::F32 => float::dequantize_f32(bytes, out),
+        GgmlType::F16 => float::dequantize_f16(bytes, out),
+        GgmlType::BF16 => float::dequantize_bf16(bytes, out),
+        GgmlType::Q4_0 => block::dequantize_blocks::<BlockQ4_0>(bytes, out),
+        GgmlType::Q4_1 => block::dequantize_blocks::<BlockQ4_1>(bytes, out),
+        GgmlType::Q5_0 => block::dequantize_blocks::<BlockQ5_0>(bytes, out),
+        GgmlType::Q5_1 => block::dequantize_blocks::<BlockQ5_1>(bytes, out),
+        GgmlType::Q8_0 => block::dequantize_blocks::<BlockQ8_0>(bytes, out),
+        GgmlType::Q4_K => block::dequantize_blocks::<BlockQ4K>(bytes, out),
+        GgmlType::Q5_K => block::dequantize_blocks::<BlockQ5K>(bytes, out),
+        GgmlType::Q6_K => block::dequantize_blocks::<BlockQ6K>(bytes, out),
+        other => return Err(QuantError::Unsupported { type_name: other.name() }),
+    }
+    Ok(())
+}
+
+/// Dequantizes all of `bytes`, which must be whole blocks of `ty`.
+pub fn dequantize(ty: GgmlType, bytes: &[u8]) -> Result<Vec<f32>, QuantError> {
+    if bytes.len() % ty.block_bytes() != 0 {
+        return Err(QuantError::ByteLength {
+            type_name: ty.name(),
+            count: bytes.len() / ty.block_bytes() * ty.block_len(),
+            expected: bytes.len() / ty.block_bytes() * ty.block_bytes(),
+            actual: bytes.len(),
+        });
+    }
+    let mut out = vec![0.0; bytes.len() / ty.block_bytes() * ty.block_len()];
+    dequantize_row(ty, bytes, &mut out)?;
+    Ok(out)
+}
+
+/// Round-to-nearest quantization of whole blocks of `values` (finite, and small enough for the
+/// type's f16 scales).
+pub fn quantize_row(ty: GgmlType, values: &[f32]) -> Result<Vec<u8>, QuantError> {
+    byte_len(ty, values.len())?;
+    let not_representable = |index: usize| QuantError::NotRepresentable {
+        type_name: ty.name(),
+        index,
+        value: values[index],
+    };
+    if let Some(index) = values.iter().position(|v| !v.is_finite()) {
+        return Err(not_representable(index));
+    }
+    let bytes = match ty {
+        GgmlType::F32 => float::quantize_f32(values),
+        GgmlType::F16 => float::quantize_f16(values),
+        GgmlType::BF16 => float::quantize_bf16(values),
+        GgmlType::Q4_0 => block::quantize_blocks::<BlockQ4_0>(values),
+        GgmlType::Q4_1 => block::quantize_blocks::<BlockQ4_1>(values),
+        GgmlType::Q5_0 => block::quantize_blocks::<BlockQ5_0>(values),
+        GgmlType::Q5_1 => block::quantize_blocks::<BlockQ5_1>(values),
+        GgmlType::Q8_0 => block::quantize_blocks::<BlockQ8_0>(values),
+        GgmlType::Q4_K => block::quantize_blocks::<BlockQ4K>(values),
+        GgmlType::Q5_K => block::quantize_blocks::<BlockQ5K>(values),
+        GgmlType::Q6_K => block::quantize_blocks::<BlockQ6K>(values),
+        other => return Err(QuantError::Unsupported { type_name: other.name() }),
+    };
+    // A scale that overflowed f16 shows up as a non-finite dequantized value.
+    let mut check = vec![0.0; values.len()];
+    dequantize_row(ty, &bytes, &mut check)?;
+    match check.iter().position(|v| !v.is_finite()) {
+        Some(index) => Err(not_representable(index)),
+        None => Ok(bytes),
+    }
+}
+
+/// `rows` rows of `row_len` random but valid values of `ty`: finite, with block scales chosen
+/// so dequantized values lie roughly in [-1, 1] (every quant level used). Deterministic per
+/// seed. Panics if `ty` is unsupported or `row_len` is not a whole number of blocks, which
+/// are caller bugs.
+pub fn random_quantized(ty: GgmlType, row_len: usize, rows: usize, seed: u64) -> Vec<u8> {
+    let count = row_len
+        .checked_mul(rows)
+        .expect("random_quantized: row_len * rows overflows");
+    if let Err(e) = byte_len(ty, row_len) {
+        panic!("random_quantized: {e}");
+    }
+    let mut rng = rng::SplitMix64::new(seed);
+    match ty {
+        GgmlType::F32 => float::random_f32(count, &mut rng),
+        GgmlType::F16 => float::random_f16(count, &mut rng),
+        GgmlType::BF16 => float::random_bf16(count, &mut rng),
+        GgmlType::Q4_0 => block::random_blocks::<BlockQ4_0>(count, &mut rng),
+        GgmlType::Q4_1 => block::random_blocks::<BlockQ4_1>(count, &mut rng),
+        GgmlType::Q5_0 => block::random_blocks::<BlockQ5_0>(count, &mut rng),
+        GgmlType::Q5_1 => block::random_blocks::<BlockQ5_1>(count, &mut rng),
+        GgmlType::Q8_0 => block::random_blocks::<BlockQ8_0>(count, &mut rng),
+        GgmlType::Q4_K => block::random_blocks::<BlockQ4K>(count, &mut rng),
+        GgmlType::Q5_K => block::random_blocks::<BlockQ5K>(count, &mut rng),
+        GgmlType::Q6_K => block::random_blocks::<BlockQ6K>(count, &mut rng),
+        other => panic!("random_quantized: {} is not supported", other.name()),
+    }
+}
