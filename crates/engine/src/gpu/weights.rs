@@ -35,6 +35,20 @@ pub struct GpuMatrix {
 
 impl GpuMatrix {
     pub fn upload(ctx: &GpuContext, name: &str, ggml_type: GgmlType, row_len: u64, rows: u64, data: &[u8]) -> Result<GpuMatrix, WeightUploadError> {
+        Self::upload_with_chunk_limit(ctx, name, ggml_type, row_len, rows, data, u64::MAX)
+    }
+
+    /// As `upload`, with chunks of at most `max_chunk_bytes` (and never above the device's
+    /// binding limit): lets tests split small matrices to exercise the chunked paths.
+    pub fn upload_with_chunk_limit(
+        ctx: &GpuContext,
+        name: &str,
+        ggml_type: GgmlType,
+        row_len: u64,
+        rows: u64,
+        data: &[u8],
+        max_chunk_bytes: u64,
+    ) -> Result<GpuMatrix, WeightUploadError> {
         let ty = ggml_type.name();
         if row_len % ggml_type.block_len() as u64 != 0 {
             return Err(WeightUploadError::PartialBlock { name: name.into(), row_len, ty, block: ggml_type.block_len() });
@@ -48,8 +62,8 @@ impl GpuMatrix {
             return Err(WeightUploadError::SizeMismatch { name: name.into(), actual: data.len() as u64, expected, rows, row_len, ty });
         }
         // Chunk byte sizes stay multiples of 4 bytes since kernels read u32 words.
-        let max_binding = ctx.caps.max_storage_binding.min(ctx.caps.max_buffer_size) & !3;
-        let rows_per_chunk = (max_binding - 4) / row_bytes;
+        let max_binding = ctx.caps.max_storage_binding.min(ctx.caps.max_buffer_size).min(max_chunk_bytes) & !3;
+        let rows_per_chunk = max_binding.saturating_sub(4) / row_bytes;
         if rows_per_chunk == 0 {
             return Err(WeightUploadError::RowTooLarge { name: name.into(), row_bytes, max_binding });
         }

@@ -5,6 +5,8 @@ use crate::gpu::PipelineError;
 
 pub mod attention;
 pub mod elementwise;
+pub mod embedding;
+pub mod matmul;
 pub mod norm;
 pub mod rope;
 

@@ -1,0 +1,180 @@
+//! Products with weight matrices kept in their GGUF block layout: a matrix-vector kernel for
+//! decode and a tiled matrix-matrix kernel for prefill. Both decode the blocks in registers
+//! (`quant_formats.wgsl`), so there is no dequantization pass and no f32 copy of the weights.
+//! A matrix split into chunks (larger than one storage binding) gets one dispatch per chunk.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{make_dispatch, KernelError};
+use crate::{
+    gguf::GgmlType,
+    gpu::{grid, Define, GpuContext, GpuMatrix, OpList, Workgroups},
+};
+
+/// Weight types the matmul and embedding kernels decode.
+pub const SUPPORTED_TYPES: [GgmlType; 10] = [
+    GgmlType::F32,
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::Q8_0,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+];
+
+/// Threads of a matrix-vector workgroup; they split the blocks of its rows between them.
+const MATVEC_THREADS: u32 = 64;
+/// Rows per matrix-vector workgroup: each thread's slice of x is reused for all of them.
+const MATVEC_ROWS: u32 = 4;
+
+/// Weight rows and tokens per workgroup of the tiled matmul, and the K step of its tiles.
+/// Every thread computes 4 rows × 4 tokens.
+const TILE_ROWS: u32 = 64;
+const TILE_TOKENS: u32 = 32;
+const TILE_K: u32 = 32;
+const TILE_THREADS: u32 = (TILE_ROWS / 4) * (TILE_TOKENS / 4);
+
+/// The `TYPE_*` define selecting `w`'s section of `quant_formats.wgsl`, after checking the
+/// kernels can walk its rows (plain types are read 4 values at a time).
+pub(crate) fn weight_type_define(kernel: &'static str, w: &GpuMatrix) -> Result<Define, KernelError> {
+    let ty = w.ggml_type;
+    if !SUPPORTED_TYPES.contains(&ty) {
+        return Err(KernelError::UnsupportedType { kernel, ty: ty.name() });
+    }
+    if w.row_len == 0 || w.row_len % 4 != 0 || w.row_len as usize % ty.block_len() != 0 {
+        return Err(KernelError::InvalidShape {
+            kernel,
+            message: format!("'{}': rows of {} {} values (need a positive multiple of 4 and of the block length)", w.name, w.row_len, ty.name()),
+        });
+    }
+    Ok(Define::flag(&format!("TYPE_{}", ty.name())))
+}
+
+/// Errors unless `buffer` holds `floats` f32 values.
+pub(crate) fn check_buffer(kernel: &'static str, what: &str, buffer: &wgpu::Buffer, floats: u64) -> Result<(), KernelError> {
+    if buffer.size() < floats * 4 {
+        return Err(KernelError::InvalidShape { kernel, message: format!("{what} buffer holds {} bytes, needs {}", buffer.size(), floats * 4) });
+    }
+    Ok(())
+}
+
+/// The dispatch label of chunk `index` of `w`.
+pub(crate) fn chunk_label(label: &str, w: &GpuMatrix, index: usize) -> String {
+    if w.chunks.len() == 1 {
+        label.to_string()
+    } else {
+        format!("{label} [chunk {index}]")
+    }
+}
+
+/// Values per "block" as the kernels see it: plain types are walked in blocks of 4.
+fn kernel_block_len(ty: GgmlType) -> u32 {
+    (ty.block_len() as u32).max(4)
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct MatvecParams {
+    rows: u32,
+    blocks_per_row: u32,
+    row_bytes: u32,
+    input_offset: u32,
+    output_offset: u32,
+    _pad: [u32; 3],
+}
+
+/// Decode: `y[r] = Σ_k W[r,k]·x[k]` with x f32 `[row_len]` at element `input_offset` of
+/// `input` and y f32 `[rows]` at element `output_offset` of `output`.
+#[allow(clippy::too_many_arguments)]
+pub fn record_matvec(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    w: &GpuMatrix,
+    input: &wgpu::Buffer,
+    input_offset: u32,
+    output: &wgpu::Buffer,
+    output_offset: u32,
+) -> Result<(), KernelError> {
+    const KERNEL: &str = "matvec";
+    let mut defines = vec![weight_type_define(KERNEL, w)?, Define::u32("WG", MATVEC_THREADS), Define::u32("ROWS", MATVEC_ROWS)];
+    if ctx.caps.subgroups {
+        defines.push(Define::flag("SUBGROUPS"));
+    }
+    check_buffer(KERNEL, "input", input, u64::from(input_offset) + u64::from(w.row_len))?;
+    check_buffer(KERNEL, "output", output, u64::from(output_offset) + u64::from(w.rows))?;
+    let blocks_per_row = w.row_len / kernel_block_len(w.ggml_type);
+    for (index, chunk) in w.chunks.iter().enumerate() {
+        let label = chunk_label(label, w, index);
+        let params = ctx.uniform_buffer(&label, &MatvecParams {
+            rows: chunk.rows,
+            blocks_per_row,
+            row_bytes: w.row_bytes as u32,
+            input_offset,
+            output_offset: output_offset + chunk.first_row,
+            _pad: [0; 3],
+        });
+        let workgroups = Workgroups::Fixed(grid(chunk.rows.div_ceil(MATVEC_ROWS), ctx.caps.max_workgroups_per_dimension));
+        ops.push(make_dispatch(ctx, &label, "matmul_vector.wgsl", "main", &defines, &[&chunk.buffer, input, output, &params], workgroups)?);
+    }
+    Ok(())
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct MatmulParams {
+    rows: u32,
+    row_len: u32,
+    row_bytes: u32,
+    out_stride: u32,
+    first_row: u32,
+    row_tiles: u32,
+    max_tokens: u32,
+    _pad: u32,
+}
+
+/// Prefill: `Y[t,r] = Σ_k W[r,k]·X[t,k]` for `t < step.n_tokens` (clamped to `max_tokens`),
+/// X f32 `[n, row_len]`, Y f32 `[n, rows]`.
+#[allow(clippy::too_many_arguments)]
+pub fn record_matmul(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    w: &GpuMatrix,
+    input: &wgpu::Buffer,
+    output: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    max_tokens: u32,
+) -> Result<(), KernelError> {
+    const KERNEL: &str = "matmul";
+    let defines = [
+        weight_type_define(KERNEL, w)?,
+        Define::u32("WG", TILE_THREADS),
+        Define::u32("TILE_ROWS", TILE_ROWS),
+        Define::u32("TILE_TOKENS", TILE_TOKENS),
+        Define::u32("TILE_K", TILE_K),
+    ];
+    check_buffer(KERNEL, "input", input, u64::from(max_tokens) * u64::from(w.row_len))?;
+    check_buffer(KERNEL, "output", output, u64::from(max_tokens) * u64::from(w.rows))?;
+    let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
+    for (index, chunk) in w.chunks.iter().enumerate() {
+        let label = chunk_label(label, w, index);
+        let row_tiles = chunk.rows.div_ceil(TILE_ROWS);
+        let params = ctx.uniform_buffer(&label, &MatmulParams {
+            rows: chunk.rows,
+            row_len: w.row_len,
+            row_bytes: w.row_bytes as u32,
+            out_stride: w.rows,
+            first_row: chunk.first_row,
+            row_tiles,
+            max_tokens,
+            _pad: 0,
+        });
+        let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| grid(row_tiles * n_tokens.min(max_tokens).div_ceil(TILE_TOKENS), max_per_dimension)));
+        ops.push(make_dispatch(ctx, &label, "matmul_tiled.wgsl", "main", &defines, &[&chunk.buffer, input, output, step, &params], workgroups)?);
+    }
+    Ok(())
+}

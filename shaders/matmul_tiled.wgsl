@@ -1,0 +1,112 @@
+// Prefill matrix-matrix product Y[t, r] = Σ_k W[r,k]·X[t,k] for t < step.n_tokens, over one
+// chunk of a weight matrix kept in its GGUF block layout (quant_formats.wgsl; a TYPE_* define
+// picks the type). A workgroup owns a tile of TILE_ROWS rows × TILE_TOKENS tokens and walks K
+// in steps of TILE_K: it dequantizes the weight tile once into shared memory (so each weight is
+// decoded once per TILE_TOKENS tokens), stages the activations beside it, and every thread
+// accumulates a 4-row × 4-token block of outputs from vec4 reads of both tiles.
+// Needs WG = (TILE_ROWS / 4) · (TILE_TOKENS / 4).
+#include "step.wgsl"
+
+struct Params {
+    // Rows in this chunk.
+    rows: u32,
+    row_len: u32,
+    row_bytes: u32,
+    // Values per token in Y: the rows of the whole matrix.
+    out_stride: u32,
+    // Column of Y that receives the chunk's first row.
+    first_row: u32,
+    row_tiles: u32,
+    // Tokens the activation buffers hold: a larger step.n_tokens is clamped to it.
+    max_tokens: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> weights: array<u32>;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<storage, read> step: Step;
+@group(0) @binding(4) var<uniform> params: Params;
+
+#include "quant_formats.wgsl"
+
+const ROW_QUADS = TILE_ROWS / 4u;
+const TOKEN_QUADS = TILE_TOKENS / 4u;
+const K_QUADS = TILE_K / 4u;
+
+// w_tile[k · ROW_QUADS + r / 4][r % 4] = W[row0 + r, k0 + k], and likewise for tokens.
+var<workgroup> w_tile: array<vec4<f32>, TILE_K * ROW_QUADS>;
+var<workgroup> x_tile: array<vec4<f32>, TILE_K * TOKEN_QUADS>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let tile = wid.x + wid.y * nwg.x;
+    let n_tokens = min(step.n_tokens, params.max_tokens);
+    let row0 = (tile % params.row_tiles) * TILE_ROWS;
+    let token0 = (tile / params.row_tiles) * TILE_TOKENS;
+    if (token0 >= n_tokens) {
+        return;
+    }
+    let row_len = params.row_len;
+    let row_quad = lid % ROW_QUADS;
+    let token_quad = lid / ROW_QUADS;
+    // acc[j][c]: token token0 + 4·token_quad + j, row row0 + 4·row_quad + c.
+    var acc: array<vec4<f32>, 4>;
+
+    for (var k0 = 0u; k0 < row_len; k0 += TILE_K) {
+        // Neighbouring threads decode neighbouring values of one row: coalesced weight reads.
+        for (var i = lid; i < TILE_ROWS * K_QUADS; i += WG) {
+            let r = i / K_QUADS;
+            let k = k0 + (i % K_QUADS) * 4u;
+            let row = row0 + r;
+            var v = vec4<f32>(0.0);
+            if (row < params.rows && k < row_len) {
+                v = dequant4(row * params.row_bytes + (k / BLOCK_LEN) * BLOCK_BYTES, k % BLOCK_LEN);
+            }
+            let slot = (k - k0) * ROW_QUADS + r / 4u;
+            let c = r % 4u;
+            w_tile[slot][c] = v.x;
+            w_tile[slot + ROW_QUADS][c] = v.y;
+            w_tile[slot + 2u * ROW_QUADS][c] = v.z;
+            w_tile[slot + 3u * ROW_QUADS][c] = v.w;
+        }
+        for (var i = lid; i < TILE_TOKENS * K_QUADS; i += WG) {
+            let t = i / K_QUADS;
+            let k = k0 + (i % K_QUADS) * 4u;
+            let token = token0 + t;
+            var v = vec4<f32>(0.0);
+            if (token < n_tokens && k < row_len) {
+                let at = token * row_len + k;
+                v = vec4<f32>(x[at], x[at + 1u], x[at + 2u], x[at + 3u]);
+            }
+            let slot = (k - k0) * TOKEN_QUADS + t / 4u;
+            let c = t % 4u;
+            x_tile[slot][c] = v.x;
+            x_tile[slot + TOKEN_QUADS][c] = v.y;
+            x_tile[slot + 2u * TOKEN_QUADS][c] = v.z;
+            x_tile[slot + 3u * TOKEN_QUADS][c] = v.w;
+        }
+        workgroupBarrier();
+        for (var k = 0u; k < TILE_K; k++) {
+            let w = w_tile[k * ROW_QUADS + row_quad];
+            let t = x_tile[k * TOKEN_QUADS + token_quad];
+            acc[0] += w * t.x;
+            acc[1] += w * t.y;
+            acc[2] += w * t.z;
+            acc[3] += w * t.w;
+        }
+        workgroupBarrier();
+    }
+
+    for (var j = 0u; j < 4u; j++) {
+        let token = token0 + token_quad * 4u + j;
+        if (token < n_tokens) {
+            for (var c = 0u; c < 4u; c++) {
+                let row = row0 + row_quad * 4u + c;
+                if (row < params.rows) {
+                    y[token * params.out_stride + params.first_row + row] = acc[j][c];
+                }
+            }
+        }
+    }
+}

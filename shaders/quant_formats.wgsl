@@ -1,0 +1,395 @@
+// Decoding of every supported weight type straight from its GGUF block layout, which the
+// including shader binds as `weights: array<u32>`. One `TYPE_*` define selects a section.
+// Every section provides:
+//   BLOCK_LEN, BLOCK_BYTES: values and bytes per block. Plain types (F32, F16, BF16) use
+//     blocks of 4 values, so their rows must hold a multiple of 4 values.
+//   dequant4(block_byte, k) -> vec4<f32>: values k..k+3 of the block (k % 4 == 0), for the
+//     tiled matmul and the embedding gather.
+//   PARTS, RUNS, run_start(part, run), dequant_part(block_byte, part): the block split into
+//     PARTS parts whose bytes are read as whole words exactly once, for the matrix-vector
+//     kernel where weight reads are the whole cost. A part decodes to RUNS runs of 4
+//     consecutive values; run r starts at value run_start(part, r) of the block.
+// Blocks of 18, 22, 34 and 210 bytes are only 2-byte aligned, hence the *_even readers.
+
+// The word at a 4-aligned byte offset.
+fn word_at(byte: u32) -> u32 {
+    return weights[byte >> 2u];
+}
+
+// The 4 bytes at a 2-aligned byte offset.
+fn word_even(byte: u32) -> u32 {
+    let i = byte >> 2u;
+    let lo = weights[i];
+    if ((byte & 2u) == 0u) {
+        return lo;
+    }
+    return (lo >> 16u) | (weights[i + 1u] << 16u);
+}
+
+// The 8 bytes at a 2-aligned byte offset.
+fn words2_even(byte: u32) -> vec2<u32> {
+    let i = byte >> 2u;
+    let a = vec2<u32>(weights[i], weights[i + 1u]);
+    if ((byte & 2u) == 0u) {
+        return a;
+    }
+    let b = vec2<u32>(weights[i + 1u], weights[i + 2u]);
+    return (a >> vec2<u32>(16u)) | (b << vec2<u32>(16u));
+}
+
+// The 16 bytes at a 2-aligned byte offset.
+fn words4_even(byte: u32) -> vec4<u32> {
+    let i = byte >> 2u;
+    let a = vec4<u32>(weights[i], weights[i + 1u], weights[i + 2u], weights[i + 3u]);
+    if ((byte & 2u) == 0u) {
+        return a;
+    }
+    let b = vec4<u32>(weights[i + 1u], weights[i + 2u], weights[i + 3u], weights[i + 4u]);
+    return (a >> vec4<u32>(16u)) | (b << vec4<u32>(16u));
+}
+
+// The f16 at a 2-aligned byte offset.
+fn half_at(byte: u32) -> f32 {
+    return unpack2x16float(weights[byte >> 2u] >> ((byte & 2u) * 8u)).x;
+}
+
+// The low (shift 0) or high (shift 4) nibbles of the 4 bytes of `w`.
+fn nibbles(w: u32, shift: u32) -> vec4<f32> {
+    return vec4<f32>(unpack4xU8((w >> shift) & 0x0f0f0f0fu));
+}
+
+#ifdef TYPE_F32
+const BLOCK_LEN = 4u;
+const BLOCK_BYTES = 16u;
+const PARTS = 1u;
+const RUNS = 1u;
+
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let i = block_byte >> 2u;
+    return bitcast<vec4<f32>>(vec4<u32>(weights[i], weights[i + 1u], weights[i + 2u], weights[i + 3u]));
+}
+
+fn run_start(part: u32, run: u32) -> u32 {
+    return 0u;
+}
+
+fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+    return array<vec4<f32>, RUNS>(dequant4(block_byte, 0u));
+}
+#endif
+
+#ifdef TYPE_F16
+const BLOCK_LEN = 4u;
+const BLOCK_BYTES = 8u;
+const PARTS = 1u;
+const RUNS = 1u;
+
+// Rows hold a multiple of 4 values, so every 8-byte block is word-aligned.
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let i = block_byte >> 2u;
+    return vec4<f32>(unpack2x16float(weights[i]), unpack2x16float(weights[i + 1u]));
+}
+
+fn run_start(part: u32, run: u32) -> u32 {
+    return 0u;
+}
+
+fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+    return array<vec4<f32>, RUNS>(dequant4(block_byte, 0u));
+}
+#endif
+
+#ifdef TYPE_BF16
+const BLOCK_LEN = 4u;
+const BLOCK_BYTES = 8u;
+const PARTS = 1u;
+const RUNS = 1u;
+
+// bf16 is the top half_block of an f32.
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let i = block_byte >> 2u;
+    let a = weights[i];
+    let b = weights[i + 1u];
+    return bitcast<vec4<f32>>(vec4<u32>(a << 16u, a & 0xffff0000u, b << 16u, b & 0xffff0000u));
+}
+
+fn run_start(part: u32, run: u32) -> u32 {
+    return 0u;
+}
+
+fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+    return array<vec4<f32>, RUNS>(dequant4(block_byte, 0u));
+}
+#endif
+
+#ifdef TYPE_Q8_0
+// { f16 d; i8 qs[32]; }: value = d·q.
+const BLOCK_LEN = 32u;
+const BLOCK_BYTES = 34u;
+const PARTS = 2u;
+const RUNS = 4u;
+
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    return half_at(block_byte) * vec4<f32>(unpack4xI8(word_even(block_byte + 2u + k)));
+}
+
+fn run_start(part: u32, run: u32) -> u32 {
+    return part * 16u + run * 4u;
+}
+
+fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+    let d = half_at(block_byte);
+    let q = words4_even(block_byte + 2u + part * 16u);
+    return array<vec4<f32>, RUNS>(
+        d * vec4<f32>(unpack4xI8(q.x)),
+        d * vec4<f32>(unpack4xI8(q.y)),
+        d * vec4<f32>(unpack4xI8(q.z)),
+        d * vec4<f32>(unpack4xI8(q.w)),
+    );
+}
+#endif
+
+#ifdef TYPE_Q4_0
+// { f16 d; u8 qs[16]; }: value j is d·(nibble - 8), low nibble of byte j for j < 16, else
+// the high nibble of byte j - 16.
+const BLOCK_LEN = 32u;
+const BLOCK_BYTES = 18u;
+const PARTS = 2u;
+const RUNS = 4u;
+
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let q = word_even(block_byte + 2u + (k & 15u));
+    return half_at(block_byte) * (nibbles(q, (k >> 4u) * 4u) - 8.0);
+}
+
+// Part p holds bytes 8p..8p+7: values 8p..8p+7 (low nibbles) and 16+8p..16+8p+7 (high).
+fn run_start(part: u32, run: u32) -> u32 {
+    return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
+}
+
+fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+    let d = half_at(block_byte);
+    let q = words2_even(block_byte + 2u + part * 8u);
+    return array<vec4<f32>, RUNS>(
+        d * (nibbles(q.x, 0u) - 8.0),
+        d * (nibbles(q.y, 0u) - 8.0),
+        d * (nibbles(q.x, 4u) - 8.0),
+        d * (nibbles(q.y, 4u) - 8.0),
+    );
+}
+#endif
+
+#ifdef TYPE_Q4_1
+// { f16 d; f16 m; u8 qs[16]; }: value = d·nibble + m, nibbles laid out as in Q4_0.
+const BLOCK_LEN = 32u;
+const BLOCK_BYTES = 20u;
+const PARTS = 2u;
+const RUNS = 4u;
+
+// 20-byte blocks are word-aligned: (d, m) is one word and the quants follow aligned.
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let dm = unpack2x16float(word_at(block_byte));
+    let q = word_at(block_byte + 4u + (k & 15u));
+    return dm.x * nibbles(q, (k >> 4u) * 4u) + dm.y;
+}
+
+fn run_start(part: u32, run: u32) -> u32 {
+    return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
+}
+
+fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+    let dm = unpack2x16float(word_at(block_byte));
+    let w = (block_byte + 4u + part * 8u) >> 2u;
+    let q = vec2<u32>(weights[w], weights[w + 1u]);
+    return array<vec4<f32>, RUNS>(
+        dm.x * nibbles(q.x, 0u) + dm.y,
+        dm.x * nibbles(q.y, 0u) + dm.y,
+        dm.x * nibbles(q.x, 4u) + dm.y,
+        dm.x * nibbles(q.y, 4u) + dm.y,
+    );
+}
+#endif
+
+#ifdef TYPE_Q5_0
+// { f16 d; u8 qh[4]; u8 qs[16]; }: value j is d·((nibble | bit j of qh << 4) - 16), nibbles
+// laid out as in Q4_0.
+const BLOCK_LEN = 32u;
+const BLOCK_BYTES = 22u;
+const PARTS = 2u;
+const RUNS = 4u;
+
+// Bits 0..3 of `h` moved to bit 4 of bytes 0..3.
+fn high_bits(h: u32) -> u32 {
+    return ((h & 1u) << 4u) | ((h & 2u) << 11u) | ((h & 4u) << 18u) | ((h & 8u) << 25u);
+}
+
+fn q5_values(low: u32, shift: u32, qh: u32, first: u32) -> vec4<f32> {
+    let q = ((low >> shift) & 0x0f0f0f0fu) | high_bits(qh >> first);
+    return vec4<f32>(unpack4xU8(q)) - 16.0;
+}
+
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let qh = word_even(block_byte + 2u);
+    let q = word_even(block_byte + 6u + (k & 15u));
+    return half_at(block_byte) * q5_values(q, (k >> 4u) * 4u, qh, k);
+}
+
+fn run_start(part: u32, run: u32) -> u32 {
+    return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
+}
+
+fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+    let d = half_at(block_byte);
+    let qh = word_even(block_byte + 2u);
+    let q = words2_even(block_byte + 6u + part * 8u);
+    let first = part * 8u;
+    return array<vec4<f32>, RUNS>(
+        d * q5_values(q.x, 0u, qh, first),
+        d * q5_values(q.y, 0u, qh, first + 4u),
+        d * q5_values(q.x, 4u, qh, first + 16u),
+        d * q5_values(q.y, 4u, qh, first + 20u),
+    );
+}
+#endif
+
+#ifdef TYPE_Q4_K
+// { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }: 8 sub-blocks of 32 values, each with a
+// 6-bit scale and min; value = d·scale·nibble - dmin·min. Values 64j..64j+31 are the low
+// nibbles of qs[32j..32j+31], values 64j+32..64j+63 their high nibbles.
+#include "quant_k_scales.wgsl"
+const BLOCK_LEN = 256u;
+const BLOCK_BYTES = 144u;
+const PARTS = 16u;
+const RUNS = 4u;
+
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let dm = unpack2x16float(word_at(block_byte));
+    let sub_block = k >> 5u;
+    let sm = k_scale_min(block_byte + 4u, sub_block);
+    let q = word_at(block_byte + 16u + (k >> 6u) * 32u + (k & 31u));
+    return dm.x * sm.x * nibbles(q, (sub_block & 1u) * 4u) - dm.y * sm.y;
+}
+
+// Part p holds qs bytes 32j+8i..32j+8i+7 (j = p/4, i = p%4): values 64j+8i.. (low nibbles)
+// and 64j+32+8i.. (high nibbles).
+fn run_start(part: u32, run: u32) -> u32 {
+    return (part >> 2u) * 64u + (part & 3u) * 8u + (run & 1u) * 4u + (run >> 1u) * 32u;
+}
+
+fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+    let dm = unpack2x16float(word_at(block_byte));
+    let j = part >> 2u;
+    let low = k_scale_min(block_byte + 4u, 2u * j) * dm;
+    let high = k_scale_min(block_byte + 4u, 2u * j + 1u) * dm;
+    let w = (block_byte + 16u + j * 32u + (part & 3u) * 8u) >> 2u;
+    let q0 = weights[w];
+    let q1 = weights[w + 1u];
+    return array<vec4<f32>, RUNS>(
+        low.x * nibbles(q0, 0u) - low.y,
+        low.x * nibbles(q1, 0u) - low.y,
+        high.x * nibbles(q0, 4u) - high.y,
+        high.x * nibbles(q1, 4u) - high.y,
+    );
+}
+#endif
+
+#ifdef TYPE_Q5_K
+// { f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]; }: Q4_K plus a fifth bit: value
+// l of sub-block s (l < 32) takes bit s of qh[l].
+#include "quant_k_scales.wgsl"
+const BLOCK_LEN = 256u;
+const BLOCK_BYTES = 176u;
+const PARTS = 16u;
+const RUNS = 4u;
+
+fn q5k_values(low: u32, shift: u32, qh: u32, sub_block: u32) -> vec4<f32> {
+    let q = ((low >> shift) & 0x0f0f0f0fu) | (((qh >> sub_block) & 0x01010101u) << 4u);
+    return vec4<f32>(unpack4xU8(q));
+}
+
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let dm = unpack2x16float(word_at(block_byte));
+    let sub_block = k >> 5u;
+    let sm = k_scale_min(block_byte + 4u, sub_block);
+    let q = word_at(block_byte + 48u + (k >> 6u) * 32u + (k & 31u));
+    let qh = word_at(block_byte + 16u + (k & 31u));
+    return dm.x * sm.x * q5k_values(q, (sub_block & 1u) * 4u, qh, sub_block) - dm.y * sm.y;
+}
+
+// Parts as in Q4_K, plus qh bytes 8i..8i+7.
+fn run_start(part: u32, run: u32) -> u32 {
+    return (part >> 2u) * 64u + (part & 3u) * 8u + (run & 1u) * 4u + (run >> 1u) * 32u;
+}
+
+fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+    let dm = unpack2x16float(word_at(block_byte));
+    let j = part >> 2u;
+    let low = k_scale_min(block_byte + 4u, 2u * j) * dm;
+    let high = k_scale_min(block_byte + 4u, 2u * j + 1u) * dm;
+    let w = (block_byte + 48u + j * 32u + (part & 3u) * 8u) >> 2u;
+    let h = (block_byte + 16u + (part & 3u) * 8u) >> 2u;
+    let q0 = weights[w];
+    let q1 = weights[w + 1u];
+    let h0 = weights[h];
+    let h1 = weights[h + 1u];
+    return array<vec4<f32>, RUNS>(
+        low.x * q5k_values(q0, 0u, h0, 2u * j) - low.y,
+        low.x * q5k_values(q1, 0u, h1, 2u * j) - low.y,
+        high.x * q5k_values(q0, 4u, h0, 2u * j + 1u) - high.y,
+        high.x * q5k_values(q1, 4u, h1, 2u * j + 1u) - high.y,
+    );
+}
+#endif
+
+#ifdef TYPE_Q6_K
+// { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }: two halves of 128 values; in half_block n,
+// value 32r+l (quadrant r, l < 32) has its low 4 bits in nibble r/2 of ql[64n+32(r%2)+l],
+// its high 2 bits in bits 2r..2r+1 of qh[32n+l] and scale scales[8n+2r+l/16];
+// value = d·scale·(q - 32).
+const BLOCK_LEN = 256u;
+const BLOCK_BYTES = 210u;
+const PARTS = 16u;
+const RUNS = 4u;
+
+fn q6_scale(block_byte: u32, index: u32) -> f32 {
+    let byte = block_byte + 192u + index;
+    let b = (weights[byte >> 2u] >> ((byte & 3u) * 8u)) & 0xffu;
+    return f32(bitcast<i32>(b << 24u) >> 24u);
+}
+
+fn q6_values(low: u32, shift: u32, qh: u32, quadrant: u32) -> vec4<f32> {
+    let q = ((low >> shift) & 0x0f0f0f0fu) | (((qh >> (2u * quadrant)) & 0x03030303u) << 4u);
+    return vec4<f32>(unpack4xU8(q)) - 32.0;
+}
+
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let half_block = k >> 7u;
+    let quadrant = (k >> 5u) & 3u;
+    let l = k & 31u;
+    let low = word_even(block_byte + half_block * 64u + (quadrant & 1u) * 32u + l);
+    let qh = word_even(block_byte + 128u + half_block * 32u + l);
+    let scale = half_at(block_byte + 208u) * q6_scale(block_byte, half_block * 8u + quadrant * 2u + (l >> 4u));
+    return scale * q6_values(low, (quadrant >> 1u) * 4u, qh, quadrant);
+}
+
+// Part p covers l = 4(p%8)..4(p%8)+3 of all four quadrants of half_block p/8.
+fn run_start(part: u32, run: u32) -> u32 {
+    return (part >> 3u) * 128u + run * 32u + (part & 7u) * 4u;
+}
+
+fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+    let half_block = part >> 3u;
+    let l = (part & 7u) * 4u;
+    let qa = word_even(block_byte + half_block * 64u + l);
+    let qb = word_even(block_byte + half_block * 64u + 32u + l);
+    let qh = word_even(block_byte + 128u + half_block * 32u + l);
+    let d = half_at(block_byte + 208u);
+    let s = half_block * 8u + (l >> 4u);
+    return array<vec4<f32>, RUNS>(
+        d * q6_scale(block_byte, s) * q6_values(qa, 0u, qh, 0u),
+        d * q6_scale(block_byte, s + 2u) * q6_values(qb, 0u, qh, 1u),
+        d * q6_scale(block_byte, s + 4u) * q6_values(qa, 4u, qh, 2u),
+        d * q6_scale(block_byte, s + 6u) * q6_values(qb, 4u, qh, 3u),
+    );
+}
+#endif

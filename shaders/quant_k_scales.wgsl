@@ -1,0 +1,17 @@
+// The 6-bit (scale, min) pairs of Q4_K and Q5_K: 8 sub-blocks packed into 12 bytes.
+// Sub-block s < 4: scale = bytes[s] & 63, min = bytes[s+4] & 63. Sub-block s >= 4: the low
+// 4 bits come from the nibbles of bytes[s+4], the high 2 bits from the top bits of
+// bytes[s-4] (scale) and bytes[s] (min).
+
+// (scale, min) of `sub_block` from the 12 bytes at the 4-aligned `scales_byte`.
+fn k_scale_min(scales_byte: u32, sub_block: u32) -> vec2<f32> {
+    let w = scales_byte >> 2u;
+    let shift = (sub_block & 3u) * 8u;
+    let b0 = (weights[w] >> shift) & 0xffu;
+    let b1 = (weights[w + 1u] >> shift) & 0xffu;
+    if (sub_block < 4u) {
+        return vec2<f32>(f32(b0 & 63u), f32(b1 & 63u));
+    }
+    let b2 = (weights[w + 2u] >> shift) & 0xffu;
+    return vec2<f32>(f32((b2 & 15u) | ((b0 >> 6u) << 4u)), f32((b2 >> 4u) | ((b1 >> 6u) << 4u)));
+}
