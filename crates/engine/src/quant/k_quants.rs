@@ -5,6 +5,7 @@
 //! x = d·sc·(q - 32).
 
 use bytemuck::{Pod, Zeroable};
+use half::f16;
 
 use super::block::{f16_value, inverse, stored_f16, QuantBlock};
 use super::rng::SplitMix64;
@@ -106,11 +107,15 @@ fn dequantize_scaled_min(d: [u8; 2], dmin: [u8; 2], scales: &[u8; 12], quant: im
     }
 }
 
-/// Rounds `value` up to f16 so that `limit` steps of the stored value cover it, returning the
-/// stored bits and value.
+/// The smallest f16 with `limit` steps of it covering `value` (>= 0), as stored bits and value.
+/// Rounding up matters most for f16 subnormals, whose absolute step of 2^-24 is large
+/// relative to the tiny scales of near-zero blocks.
 fn stored_f16_covering(value: f32, limit: f32) -> ([u8; 2], f32) {
-    // f16 rounding is within 2^-11 relative; inflating by 2^-10 keeps limit·stored >= value.
-    stored_f16(value / limit * (1.0 + 1.0 / 1024.0))
+    let mut scale = f16::from_f32(value / limit);
+    while scale.to_f32() * limit < value && scale.is_finite() {
+        scale = f16::from_bits(scale.to_bits() + 1);
+    }
+    (scale.to_le_bytes(), scale.to_f32())
 }
 
 /// The 6-bit multiple of `unit` that covers `needed`, clamped to 0..=max.
@@ -145,13 +150,15 @@ fn quantize_scaled_min(values: &[f32], levels: u8) -> ([u8; 2], [u8; 2], [u8; 12
     (d_bits, dmin_bits, pack_scale_min(&sc, &m), quants)
 }
 
-/// Random Q4_K/Q5_K super-block parameters whose values span about [-1, 1]·amplitude.
+/// Random Q4_K/Q5_K super-block parameters. Scales and mins are drawn independently (so a
+/// kernel that swaps them fails), sized so values stay within [-0.9, 1.3]·amplitude and
+/// average about zero.
 fn random_scaled_min(rng: &mut SplitMix64, levels: f32) -> ([u8; 2], [u8; 2], [u8; 12]) {
     let amplitude = rng.uniform(0.5, 1.0);
-    let d = stored_f16(2.0 * amplitude / (63.0 * levels)).0;
-    let dmin = stored_f16(amplitude / 63.0).0;
+    let d = stored_f16(1.6 * amplitude / (63.0 * levels)).0;
+    let dmin = stored_f16(0.9 * amplitude / 63.0).0;
     let sc: [u8; 8] = std::array::from_fn(|_| rng.range_u8(32, 63));
-    let m: [u8; 8] = std::array::from_fn(|_| rng.range_u8(32, 63));
+    let m: [u8; 8] = std::array::from_fn(|_| rng.range_u8(21, 63));
     (d, dmin, pack_scale_min(&sc, &m))
 }
 
@@ -286,7 +293,15 @@ impl QuantBlock for BlockQ6K {
         BlockQ6K {
             ql: random_bytes(rng),
             qh: random_bytes(rng),
-            scales: std::array::from_fn(|_| rng.range_u8(64, 127) as i8),
+            // ggml's quantizer produces negative scales too.
+            scales: std::array::from_fn(|_| {
+                let magnitude = rng.range_u8(64, 127) as i8;
+                if rng.next_u64() & 1 == 0 {
+                    magnitude
+                } else {
+                    -magnitude
+                }
+            }),
             d: stored_f16(amplitude / (127.0 * 32.0)).0,
         }
     }

@@ -174,7 +174,7 @@ impl QuantBlock for BlockQ4_1 {
         let step = random_step(rng, 15.0);
         BlockQ4_1 {
             d: stored_f16(step).0,
-            m: stored_f16(-7.5 * step).0,
+            m: stored_f16(-rng.uniform(6.5, 8.5) * step).0,
             qs: random_bytes(rng),
         }
     }
@@ -234,7 +234,7 @@ impl QuantBlock for BlockQ5_1 {
         let step = random_step(rng, 31.0);
         BlockQ5_1 {
             d: stored_f16(step).0,
-            m: stored_f16(-15.5 * step).0,
+            m: stored_f16(-rng.uniform(13.5, 17.5) * step).0,
             qh: random_bytes(rng),
             qs: random_bytes(rng),
         }

@@ -13,13 +13,28 @@ mod rng;
 #[cfg(test)]
 mod real_tensor_tests;
 #[cfg(test)]
-mod round_trip_tests;
+mod property_tests;
 
 use crate::gguf::GgmlType;
 
 pub use block::QuantBlock;
 pub use k_quants::{BlockQ4K, BlockQ5K, BlockQ6K};
 pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0};
+
+/// The types [`dequantize_row`], [`quantize_row`] and [`random_quantized`] handle.
+pub const SUPPORTED_TYPES: [GgmlType; 11] = [
+    GgmlType::F32,
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+];
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum QuantError {
