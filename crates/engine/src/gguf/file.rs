@@ -426,7 +426,7 @@ fn tensor_byte_size(name: &str, dims: &[u64], ggml_type: GgmlType) -> Result<u64
         dims: dims.to_vec(),
     };
     let block_len = ggml_type.block_len();
-    if dims[0] % block_len as u64 != 0 {
+    if !dims[0].is_multiple_of(block_len as u64) {
         return Err(Malformation::RowNotWholeBlocks {
             tensor: name.to_string(),
             type_name: ggml_type.name(),
@@ -447,7 +447,7 @@ fn tensor_byte_size(name: &str, dims: &[u64], ggml_type: GgmlType) -> Result<u64
 
 fn locate_data(info: &TensorInfo, data_offset: u64, alignment: u64, file_size: u64) -> Result<u64, Malformation> {
     let relative = info.offset;
-    if relative % alignment != 0 {
+    if !relative.is_multiple_of(alignment) {
         return Err(Malformation::MisalignedTensor {
             tensor: info.name.clone(),
             offset: relative,

@@ -124,7 +124,7 @@ impl GgmlType {
     /// Bytes taken by a row of `row_len` elements; rows must hold whole blocks.
     pub fn row_bytes(self, row_len: u64) -> Result<u64, GgufError> {
         let block_len = self.block_len() as u64;
-        if row_len % block_len != 0 {
+        if !row_len.is_multiple_of(block_len) {
             return Err(GgufError::RowNotWholeBlocks {
                 type_name: self.name(),
                 row_len,

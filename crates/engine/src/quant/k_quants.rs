@@ -399,7 +399,7 @@ mod tests {
         block.scales[14] = 1; // values 224..240 (half 1, group 3)
         block.ql[0] = 0x5_A; // value 0: low 10, value 64: low 5
         block.qh[0] = 0b11_00_00_01; // value 0: high 1, value 96: high 3 (values 32, 64: 0)
-        block.ql[64 + 32 + 0] = 0x3_0; // half 1: value 128+96 = 224 low 3
+        block.ql[64 + 32] = 0x3_0; // half 1: value 128+96 = 224 low 3
         block.qh[32] = 0b11 << 6; // value 224: high 3
         let out = dequantized(&block);
         assert_eq!(out[0], 0.5 * 2.0 * ((10 | 16) - 32) as f32); // -6

@@ -63,7 +63,7 @@ pub enum QuantError {
 
 /// The bytes `count` values of `ty` take, checking that they form whole blocks.
 fn byte_len(ty: GgmlType, count: usize) -> Result<usize, QuantError> {
-    if count % ty.block_len() != 0 {
+    if !count.is_multiple_of(ty.block_len()) {
         return Err(QuantError::NotWholeBlocks {
             type_name: ty.name(),
             count,
@@ -104,7 +104,7 @@ pub fn dequantize_row(ty: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<(),
 
 /// Dequantizes all of `bytes`, which must be whole blocks of `ty`.
 pub fn dequantize(ty: GgmlType, bytes: &[u8]) -> Result<Vec<f32>, QuantError> {
-    if bytes.len() % ty.block_bytes() != 0 {
+    if !bytes.len().is_multiple_of(ty.block_bytes()) {
         return Err(QuantError::ByteLength {
             type_name: ty.name(),
             count: bytes.len() / ty.block_bytes() * ty.block_len(),
