@@ -58,6 +58,14 @@ fn nibbles(w: u32, shift: u32) -> vec4<f32> {
     return vec4<f32>(unpack4xU8((w >> shift) & 0x0f0f0f0fu));
 }
 
+// Q5_0/Q5_1: 4 values from the nibbles of `low` at `shift`, with bits first..first+3 of
+// `qh` as their fifth bits.
+fn five_bit_values(low: u32, shift: u32, qh: u32, first: u32) -> vec4<f32> {
+    let h = qh >> first;
+    let high = ((h & 1u) << 4u) | ((h & 2u) << 11u) | ((h & 4u) << 18u) | ((h & 8u) << 25u);
+    return vec4<f32>(unpack4xU8(((low >> shift) & 0x0f0f0f0fu) | high));
+}
+
 #ifdef TYPE_F32
 const BLOCK_LEN = 4u;
 const BLOCK_BYTES = 16u;
@@ -105,7 +113,7 @@ const BLOCK_BYTES = 8u;
 const PARTS = 1u;
 const RUNS = 1u;
 
-// bf16 is the top half_block of an f32.
+// bf16 is the top half of an f32.
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let i = block_byte >> 2u;
     let a = weights[i];
@@ -218,20 +226,10 @@ const BLOCK_BYTES = 22u;
 const PARTS = 2u;
 const RUNS = 4u;
 
-// Bits 0..3 of `h` moved to bit 4 of bytes 0..3.
-fn high_bits(h: u32) -> u32 {
-    return ((h & 1u) << 4u) | ((h & 2u) << 11u) | ((h & 4u) << 18u) | ((h & 8u) << 25u);
-}
-
-fn q5_values(low: u32, shift: u32, qh: u32, first: u32) -> vec4<f32> {
-    let q = ((low >> shift) & 0x0f0f0f0fu) | high_bits(qh >> first);
-    return vec4<f32>(unpack4xU8(q)) - 16.0;
-}
-
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let qh = word_even(block_byte + 2u);
     let q = word_even(block_byte + 6u + (k & 15u));
-    return half_at(block_byte) * q5_values(q, (k >> 4u) * 4u, qh, k);
+    return half_at(block_byte) * (five_bit_values(q, (k >> 4u) * 4u, qh, k) - 16.0);
 }
 
 fn run_start(part: u32, run: u32) -> u32 {
@@ -244,10 +242,45 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
     let q = words2_even(block_byte + 6u + part * 8u);
     let first = part * 8u;
     return array<vec4<f32>, RUNS>(
-        d * q5_values(q.x, 0u, qh, first),
-        d * q5_values(q.y, 0u, qh, first + 4u),
-        d * q5_values(q.x, 4u, qh, first + 16u),
-        d * q5_values(q.y, 4u, qh, first + 20u),
+        d * (five_bit_values(q.x, 0u, qh, first) - 16.0),
+        d * (five_bit_values(q.y, 0u, qh, first + 4u) - 16.0),
+        d * (five_bit_values(q.x, 4u, qh, first + 16u) - 16.0),
+        d * (five_bit_values(q.y, 4u, qh, first + 20u) - 16.0),
+    );
+}
+#endif
+
+#ifdef TYPE_Q5_1
+// { f16 d; f16 m; u8 qh[4]; u8 qs[16]; }: value j is d·(nibble | bit j of qh << 4) + m,
+// nibbles laid out as in Q4_0. 24-byte blocks are word-aligned.
+const BLOCK_LEN = 32u;
+const BLOCK_BYTES = 24u;
+const PARTS = 2u;
+const RUNS = 4u;
+
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let dm = unpack2x16float(word_at(block_byte));
+    let qh = word_at(block_byte + 4u);
+    let q = word_at(block_byte + 8u + (k & 15u));
+    return dm.x * five_bit_values(q, (k >> 4u) * 4u, qh, k) + dm.y;
+}
+
+fn run_start(part: u32, run: u32) -> u32 {
+    return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
+}
+
+fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+    let dm = unpack2x16float(word_at(block_byte));
+    let qh = word_at(block_byte + 4u);
+    let w = (block_byte + 8u + part * 8u) >> 2u;
+    let q0 = weights[w];
+    let q1 = weights[w + 1u];
+    let first = part * 8u;
+    return array<vec4<f32>, RUNS>(
+        dm.x * five_bit_values(q0, 0u, qh, first) + dm.y,
+        dm.x * five_bit_values(q1, 0u, qh, first + 4u) + dm.y,
+        dm.x * five_bit_values(q0, 4u, qh, first + 16u) + dm.y,
+        dm.x * five_bit_values(q1, 4u, qh, first + 20u) + dm.y,
     );
 }
 #endif
@@ -342,7 +375,7 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
 #endif
 
 #ifdef TYPE_Q6_K
-// { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }: two halves of 128 values; in half_block n,
+// { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }: two halves of 128 values; in half n,
 // value 32r+l (quadrant r, l < 32) has its low 4 bits in nibble r/2 of ql[64n+32(r%2)+l],
 // its high 2 bits in bits 2r..2r+1 of qh[32n+l] and scale scales[8n+2r+l/16];
 // value = d·scale·(q - 32).
@@ -372,7 +405,7 @@ fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     return scale * q6_values(low, (quadrant >> 1u) * 4u, qh, quadrant);
 }
 
-// Part p covers l = 4(p%8)..4(p%8)+3 of all four quadrants of half_block p/8.
+// Part p covers l = 4(p%8)..4(p%8)+3 of all four quadrants of half p/8.
 fn run_start(part: u32, run: u32) -> u32 {
     return (part >> 3u) * 128u + run * 32u + (part & 7u) * 4u;
 }

@@ -12,7 +12,7 @@ use crate::{
 };
 
 /// Weight types the matmul and embedding kernels decode.
-pub const SUPPORTED_TYPES: [GgmlType; 10] = [
+pub const SUPPORTED_TYPES: [GgmlType; 11] = [
     GgmlType::F32,
     GgmlType::F16,
     GgmlType::BF16,
@@ -20,6 +20,7 @@ pub const SUPPORTED_TYPES: [GgmlType; 10] = [
     GgmlType::Q4_0,
     GgmlType::Q4_1,
     GgmlType::Q5_0,
+    GgmlType::Q5_1,
     GgmlType::Q4_K,
     GgmlType::Q5_K,
     GgmlType::Q6_K,

@@ -1,0 +1,324 @@
+//! The fused dequant matrix-vector (decode), tiled matrix-matrix (prefill) and embedding
+//! kernels against the CPU reference (`quant::dequantize_row`, then f64 sums), for every
+//! weight type the kernels support, on whatever adapter wgpu finds (lavapipe in CI). The
+//! matrix-vector kernel runs with subgroup reductions where the adapter has them and always
+//! with the shared-memory fallback.
+//!
+//! Tolerance: each output is a sum of K products accumulated in f32, so its error is bounded
+//! relative to the magnitude of the terms, not of the result: |gpu - ref| ≤ 1e-5 · Σ_k |w_k·x_k|
+//! + 1e-6. (Typical f32 rounding is ~sqrt(K)·6e-8 of that magnitude: about 3e-6 at K = 2304.)
+
+use std::sync::Arc;
+
+use doppler_engine::{
+    gguf::GgmlType,
+    gpu::{GpuContext, GpuMatrix, GpuOptions, OpList},
+    kernels::{
+        embedding::record_embedding,
+        matmul::{record_matmul, record_matvec, SUPPORTED_TYPES},
+    },
+    quant::{dequantize_row, random_quantized},
+};
+
+const RELATIVE_TOLERANCE: f64 = 1e-5;
+const ABSOLUTE_TOLERANCE: f64 = 1e-6;
+
+fn gpu(options: GpuOptions) -> Arc<GpuContext> {
+    GpuContext::new(&options).expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
+}
+
+fn without_subgroups() -> Arc<GpuContext> {
+    let ctx = gpu(GpuOptions { disable_subgroups: true, ..Default::default() });
+    assert!(!ctx.caps.subgroups);
+    ctx
+}
+
+/// Deterministic values in [-1, 1).
+fn values(count: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..count)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Row lengths to test: not multiples of 256 where the block allows it.
+fn row_lens(ty: GgmlType) -> [usize; 2] {
+    if ty.block_len() == 256 {
+        [256, 2304]
+    } else {
+        [640, 1152]
+    }
+}
+
+/// A random matrix of `ty` in GGUF bytes and its CPU dequantization.
+struct TestMatrix {
+    ty: GgmlType,
+    row_len: usize,
+    rows: usize,
+    bytes: Vec<u8>,
+    dequantized: Vec<f32>,
+}
+
+impl TestMatrix {
+    fn random(ty: GgmlType, row_len: usize, rows: usize, seed: u64) -> Self {
+        let bytes = random_quantized(ty, row_len, rows, seed);
+        let mut dequantized = vec![0.0; row_len * rows];
+        dequantize_row(ty, &bytes, &mut dequantized).expect("CPU reference dequantizes");
+        Self { ty, row_len, rows, bytes, dequantized }
+    }
+
+    fn upload(&self, ctx: &GpuContext) -> GpuMatrix {
+        GpuMatrix::upload(ctx, "w", self.ty, self.row_len as u64, self.rows as u64, &self.bytes).expect("upload")
+    }
+
+    /// Split into chunks of at most `rows_per_chunk` rows.
+    fn upload_chunked(&self, ctx: &GpuContext, rows_per_chunk: usize) -> GpuMatrix {
+        let row_bytes = self.bytes.len() / self.rows;
+        let limit = (rows_per_chunk * row_bytes + 4).next_multiple_of(4) as u64;
+        let w = GpuMatrix::upload_with_chunk_limit(ctx, "w", self.ty, self.row_len as u64, self.rows as u64, &self.bytes, limit).expect("upload");
+        assert_eq!(w.chunks.len(), self.rows.div_ceil(rows_per_chunk), "chunk count");
+        w
+    }
+
+    fn row(&self, r: usize) -> &[f32] {
+        &self.dequantized[r * self.row_len..(r + 1) * self.row_len]
+    }
+
+    /// (Σ w·x, Σ |w·x|) for row `r` in f64.
+    fn dot(&self, r: usize, x: &[f32]) -> (f64, f64) {
+        self.row(r).iter().zip(x).fold((0.0, 0.0), |(sum, magnitude), (&w, &x)| {
+            let term = f64::from(w) * f64::from(x);
+            (sum + term, magnitude + term.abs())
+        })
+    }
+}
+
+/// Compares outputs with (reference, magnitude) pairs; returns the worst error relative to
+/// the magnitude, or a description of the first value out of tolerance.
+fn compare(label: &str, actual: &[f32], expected: &[(f64, f64)]) -> Result<f64, String> {
+    assert_eq!(actual.len(), expected.len(), "{label}: length");
+    let mut worst = 0.0f64;
+    for (i, (&a, &(e, magnitude))) in actual.iter().zip(expected).enumerate() {
+        let error = (f64::from(a) - e).abs();
+        let tolerance = RELATIVE_TOLERANCE * magnitude + ABSOLUTE_TOLERANCE;
+        if !(error <= tolerance) {
+            return Err(format!("{label}[{i}]: got {a}, expected {e} (error {error:e}, tolerance {tolerance:e})"));
+        }
+        worst = worst.max(error / magnitude.max(1e-30));
+    }
+    Ok(worst)
+}
+
+fn run(ctx: &GpuContext, ops: &OpList, n_tokens: u32) {
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    ops.encode(&mut encoder, n_tokens, None);
+    ctx.queue.submit([encoder.finish()]);
+}
+
+fn f32_buffer(ctx: &GpuContext, data: &[f32]) -> wgpu::Buffer {
+    ctx.storage_buffer("data", bytemuck::cast_slice(data))
+}
+
+fn step_buffer(ctx: &GpuContext, n_tokens: u32) -> wgpu::Buffer {
+    ctx.storage_buffer("step", bytemuck::cast_slice(&[0u32, n_tokens, 0, 0]))
+}
+
+/// Runs the matrix-vector kernel on `w` and checks it against `m`.
+fn check_matvec(ctx: &GpuContext, label: &str, m: &TestMatrix, w: &GpuMatrix) -> Result<f64, String> {
+    let x = values(m.row_len, m.rows as u64 + 7);
+    let input = f32_buffer(ctx, &x);
+    let output = ctx.zeroed_storage("y", m.rows as u64 * 4);
+    let mut ops = OpList::new();
+    record_matvec(ctx, &mut ops, label, w, &input, 0, &output, 0).map_err(|e| format!("{label}: {e}"))?;
+    run(ctx, &ops, 1);
+    let actual = ctx.read_f32(&output, m.rows).expect("read back");
+    let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, &x)).collect();
+    compare(label, &actual, &expected)
+}
+
+fn matvec_every_type(ctx: &GpuContext) {
+    let mut failures = Vec::new();
+    for ty in SUPPORTED_TYPES {
+        let mut worst = 0.0f64;
+        for row_len in row_lens(ty) {
+            for rows in [3, 97, 1000] {
+                let m = TestMatrix::random(ty, row_len, rows, (row_len * rows) as u64);
+                let label = format!("matvec {} {rows}x{row_len}", ty.name());
+                match check_matvec(ctx, &label, &m, &m.upload(ctx)) {
+                    Ok(w) => worst = worst.max(w),
+                    Err(failure) => failures.push(failure),
+                }
+            }
+        }
+        println!("matvec {:5} (subgroups: {}): worst error / Σ|w·x| = {worst:.2e}", ty.name(), ctx.caps.subgroups);
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn matvec_matches_reference_for_every_type_with_default_reductions() {
+    let ctx = gpu(GpuOptions::default());
+    println!("adapter: {} (subgroups: {}, sizes {}..{})", ctx.describe(), ctx.caps.subgroups, ctx.caps.subgroup_min_size, ctx.caps.subgroup_max_size);
+    matvec_every_type(&ctx);
+}
+
+#[test]
+fn matvec_matches_reference_for_every_type_with_shared_memory_reduction() {
+    matvec_every_type(&without_subgroups());
+}
+
+#[test]
+fn matvec_reads_and_writes_at_offsets_and_leaves_the_rest() {
+    let ctx = gpu(GpuOptions::default());
+    let m = TestMatrix::random(GgmlType::Q4_K, 512, 37, 11);
+    let (input_offset, output_offset) = (96usize, 13usize);
+    let x_all = values(input_offset + m.row_len + 32, 12);
+    let x = &x_all[input_offset..input_offset + m.row_len];
+    let sentinel = 1234.5f32;
+    let input = f32_buffer(&ctx, &x_all);
+    let output = f32_buffer(&ctx, &vec![sentinel; output_offset + m.rows + 5]);
+    let mut ops = OpList::new();
+    record_matvec(&ctx, &mut ops, "offsets", &m.upload(&ctx), &input, input_offset as u32, &output, output_offset as u32).unwrap();
+    run(&ctx, &ops, 1);
+    let actual = ctx.read_f32(&output, output_offset + m.rows + 5).unwrap();
+    assert!(actual[..output_offset].iter().chain(&actual[output_offset + m.rows..]).all(|&v| v == sentinel), "values outside the output range changed");
+    let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, x)).collect();
+    compare("matvec at offsets", &actual[output_offset..output_offset + m.rows], &expected).unwrap();
+}
+
+/// Runs the tiled kernel on `w` for each token count in `token_counts` and checks it.
+fn check_matmul(ctx: &GpuContext, label: &str, m: &TestMatrix, w: &GpuMatrix, token_counts: &[u32]) -> Result<f64, String> {
+    let max_tokens = *token_counts.iter().max().unwrap();
+    let x = values(max_tokens as usize * m.row_len, m.rows as u64 + 3);
+    let input = f32_buffer(ctx, &x);
+    let sentinel = -777.0f32;
+    let mut worst = 0.0f64;
+    for &n in token_counts {
+        let output = f32_buffer(ctx, &vec![sentinel; max_tokens as usize * m.rows]);
+        let step = step_buffer(ctx, n);
+        let mut ops = OpList::new();
+        record_matmul(ctx, &mut ops, label, w, &input, &output, &step, max_tokens).map_err(|e| format!("{label}: {e}"))?;
+        run(ctx, &ops, n);
+        let actual = ctx.read_f32(&output, max_tokens as usize * m.rows).expect("read back");
+        let n = n as usize;
+        if actual[n * m.rows..].iter().any(|&v| v != sentinel) {
+            return Err(format!("{label}: wrote past token {n}"));
+        }
+        let expected: Vec<_> = (0..n).flat_map(|t| (0..m.rows).map(move |r| (t, r))).map(|(t, r)| m.dot(r, &x[t * m.row_len..(t + 1) * m.row_len])).collect();
+        worst = worst.max(compare(&format!("{label} n={n}"), &actual[..n * m.rows], &expected)?);
+    }
+    Ok(worst)
+}
+
+#[test]
+fn matmul_matches_reference_for_every_type() {
+    let ctx = gpu(GpuOptions::default());
+    let mut failures = Vec::new();
+    for ty in SUPPORTED_TYPES {
+        let mut worst = 0.0f64;
+        for (row_len, rows) in row_lens(ty).into_iter().zip([97, 3]).chain([(row_lens(ty)[0], 1000)]) {
+            let m = TestMatrix::random(ty, row_len, rows, (row_len * rows) as u64 + 1);
+            let label = format!("matmul {} {rows}x{row_len}", ty.name());
+            match check_matmul(&ctx, &label, &m, &m.upload(&ctx), &[1, 5, 17]) {
+                Ok(w) => worst = worst.max(w),
+                Err(failure) => failures.push(failure),
+            }
+        }
+        println!("matmul {:5}: worst error / Σ|w·x| = {worst:.2e}", ty.name());
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn matmul_covers_several_token_tiles() {
+    let ctx = gpu(GpuOptions::default());
+    let m = TestMatrix::random(GgmlType::Q8_0, 640, 130, 5);
+    check_matmul(&ctx, "matmul 70 tokens", &m, &m.upload(&ctx), &[33, 70]).unwrap();
+}
+
+#[test]
+fn chunked_matrices_match_reference() {
+    let ctx = gpu(GpuOptions::default());
+    for (ty, row_len) in [(GgmlType::Q6_K, 256), (GgmlType::Q8_0, 640), (GgmlType::F16, 640)] {
+        let m = TestMatrix::random(ty, row_len, 97, 21);
+        // 97 rows in chunks of 10: the chunk boundaries fall inside workgroup tiles.
+        let w = m.upload_chunked(&ctx, 10);
+        let label = format!("chunked {}", ty.name());
+        check_matvec(&ctx, &format!("{label} matvec"), &m, &w).unwrap();
+        check_matmul(&ctx, &format!("{label} matmul"), &m, &w, &[5, 17]).unwrap();
+    }
+}
+
+/// Gathers `tokens` from `table` (uploaded by the caller) and checks them against `m`.
+fn check_embedding(ctx: &GpuContext, m: &TestMatrix, table: &GpuMatrix, tokens: &[u32], scale: f32) {
+    let max_tokens = tokens.len() as u32 + 3;
+    let mut token_data = tokens.to_vec();
+    token_data.resize(max_tokens as usize, 0);
+    let token_buffer = ctx.storage_buffer("tokens", bytemuck::cast_slice(&token_data));
+    let sentinel = 99.0f32;
+    let output = f32_buffer(ctx, &vec![sentinel; max_tokens as usize * m.row_len]);
+    let step = step_buffer(ctx, tokens.len() as u32);
+    let mut ops = OpList::new();
+    record_embedding(ctx, &mut ops, "embedding", table, &token_buffer, &output, &step, scale, max_tokens).unwrap();
+    run(ctx, &ops, tokens.len() as u32);
+    let actual = ctx.read_f32(&output, max_tokens as usize * m.row_len).unwrap();
+    for (t, &id) in tokens.iter().enumerate() {
+        let row = &actual[t * m.row_len..(t + 1) * m.row_len];
+        for (k, &a) in row.iter().enumerate() {
+            // Dequantization and one scaling, both in f32: a few ulps of terms of magnitude
+            // up to about 1 (K-quant values are d·scale·q - dmin·min, which can cancel).
+            let reference = if (id as usize) < m.rows { f64::from(m.row(id as usize)[k]) } else { 0.0 };
+            let expected = reference * f64::from(scale);
+            let tolerance = f64::from(scale) * 1e-6 * (1.0 + reference.abs());
+            assert!((f64::from(a) - expected).abs() <= tolerance, "{} token {t} (id {id}) value {k}: got {a}, expected {expected}", m.ty.name());
+        }
+    }
+    assert!(actual[tokens.len() * m.row_len..].iter().all(|&v| v == sentinel), "{}: wrote past the step's tokens", m.ty.name());
+}
+
+#[test]
+fn embedding_matches_reference_for_every_type() {
+    let ctx = gpu(GpuOptions::default());
+    for ty in SUPPORTED_TYPES {
+        let m = TestMatrix::random(ty, row_lens(ty)[0], 50, 31);
+        check_embedding(&ctx, &m, &m.upload(&ctx), &[7, 0, 49, 7, 23], 2.5);
+    }
+}
+
+#[test]
+fn embedding_gathers_across_chunks_and_zeroes_ids_past_the_table() {
+    let ctx = gpu(GpuOptions::default());
+    for ty in [GgmlType::Q8_0, GgmlType::Q6_K] {
+        let m = TestMatrix::random(ty, row_lens(ty)[1], 45, 41);
+        let table = m.upload_chunked(&ctx, 8);
+        // Ids in the first, middle and last (partial) chunks, on chunk edges, and past the end.
+        check_embedding(&ctx, &m, &table, &[44, 0, 8, 7, 23, 40, 45, 1_000_000, 16], 25.3);
+    }
+}
+
+#[test]
+fn unsupported_types_and_shapes_are_errors() {
+    let ctx = gpu(GpuOptions::default());
+    let buffer = ctx.zeroed_storage("x", 4096);
+    let q8_1 = GpuMatrix::upload(&ctx, "q8_1", GgmlType::Q8_1, 32, 2, &vec![0u8; 72]).unwrap();
+    let mut ops = OpList::new();
+    assert!(record_matvec(&ctx, &mut ops, "q8_1", &q8_1, &buffer, 0, &buffer, 0).is_err());
+    let odd = GpuMatrix::upload(&ctx, "odd", GgmlType::F32, 6, 2, &[0u8; 48]).unwrap();
+    assert!(record_matvec(&ctx, &mut ops, "odd", &odd, &buffer, 0, &buffer, 0).is_err());
+    let m = TestMatrix::random(GgmlType::Q4_0, 640, 4, 1);
+    let w = m.upload(&ctx);
+    let small = ctx.zeroed_storage("small", 100);
+    assert!(record_matvec(&ctx, &mut ops, "short input", &w, &small, 0, &buffer, 0).is_err());
+    assert!(record_matvec(&ctx, &mut ops, "input offset past end", &w, &buffer, 700, &buffer, 0).is_err());
+    let input = ctx.zeroed_storage("input", 10 * 640 * 4);
+    assert!(record_matmul(&ctx, &mut ops, "short output", &w, &input, &small, &buffer, 10).is_err());
+    assert!(record_matmul(&ctx, &mut ops, "fits", &w, &input, &input, &buffer, 10).is_ok());
+    assert_eq!(ops.len(), 1);
+    ops = OpList::new();
+    assert!(ops.is_empty());
+}
