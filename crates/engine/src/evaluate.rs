@@ -33,8 +33,8 @@ pub fn perplexity(model: &std::sync::Arc<LoadedModel>, text: &str, n_ctx: usize,
     let mut scored = 0usize;
     for chunk in 0..chunks {
         let mut window = tokens[chunk * n_ctx..(chunk + 1) * n_ctx].to_vec();
-        if tokenizer.add_bos() {
-            window[0] = tokenizer.bos_id();
+        if let (true, Some(bos)) = (tokenizer.add_bos(), tokenizer.bos_id()) {
+            window[0] = bos;
         }
         let nlls = session.negative_log_likelihoods(&window, n_ctx / 2 + 1)?;
         total += nlls.iter().sum::<f64>();

@@ -7,7 +7,7 @@ use std::{io::Write, path::Path};
 use serde::Serialize;
 
 use crate::{
-    gguf::{GgmlType, GgufError, GgufFile, GgufWriteError, GgufWriter, MetadataValue},
+    gguf::{GgmlType, GgufError, GgufFile, GgufWriteError, GgufWriter, MetadataValue, StringArray},
     quant::random_quantized,
 };
 
@@ -202,8 +202,13 @@ fn copy_tokenizer(donor: &GgufFile, vocab: u32, writer: &mut GgufWriter) -> Resu
         let value = match (key, padding) {
             (_, 0) => value.clone(),
             ("tokenizer.ggml.tokens", _) => {
-                let mut padded: Vec<String> = tokens.iter().map(|s| s.to_string()).collect();
-                padded.extend((0..padding).map(|i| format!("<synthetic_unused_{i}>")));
+                let mut padded = StringArray::new();
+                for token in &tokens {
+                    padded.push(token);
+                }
+                for i in 0..padding {
+                    padded.push(&format!("<synthetic_unused_{i}>"));
+                }
                 MetadataValue::from(padded)
             }
             ("tokenizer.ggml.scores", _) => {

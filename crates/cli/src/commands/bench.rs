@@ -88,7 +88,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut session = model.new_session()?;
     session.set_steps_per_submit(args.steps_per_submit);
     let vocab = model.config().vocab_size;
-    let bos = model.tokenizer().bos_id();
+    let bos = model.tokenizer().bos_id().unwrap_or(0);
     // A fixed, varied prompt: ids spread over the vocabulary.
     let prompt: Vec<u32> = std::iter::once(bos).chain((1..args.prompt_tokens).map(|i| (i * 7919 + 13) % vocab)).collect();
     let greedy = SamplingParams::greedy();

@@ -309,7 +309,7 @@ pub fn map_and_read(device: &wgpu::Device, staging: &wgpu::Buffer, size: u64) ->
     });
     device.poll(wgpu::PollType::wait_indefinitely())?;
     receiver.recv().expect("map_async callback runs during poll")?;
-    let bytes = slice.get_mapped_range().to_vec();
+    let bytes = slice.get_mapped_range().expect("mapped after map_async succeeded").to_vec();
     staging.unmap();
     Ok(bytes)
 }

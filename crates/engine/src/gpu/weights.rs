@@ -93,7 +93,7 @@ fn upload_padded(ctx: &GpuContext, label: &str, bytes: &[u8]) -> wgpu::Buffer {
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: true,
     });
-    buffer.slice(..).get_mapped_range_mut()[..bytes.len()].copy_from_slice(bytes);
+    buffer.slice(..).get_mapped_range_mut().expect("mapped at creation").slice(..bytes.len()).copy_from_slice(bytes);
     buffer.unmap();
     buffer
 }
