@@ -1,0 +1,142 @@
+use minijinja::{context, Environment, ErrorKind};
+
+use crate::gguf::{GgufError, GgufFile};
+
+use super::builtin_templates::BuiltinTemplate;
+use super::{ChatMessage, Tokenizer, TokenizerError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    #[error("reading the chat template metadata: {0}")]
+    Metadata(#[from] GgufError),
+    #[error("the chat template does not compile: {0:#}")]
+    Syntax(#[source] minijinja::Error),
+    #[error("rendering the chat template: {0:#}")]
+    Render(#[source] minijinja::Error),
+    #[error("the model has no chat template and no built-in format matches it (architecture '{architecture}')")]
+    NoTemplate { architecture: String },
+    #[error("tokenizing the rendered chat: {0}")]
+    Encode(#[from] TokenizerError),
+}
+
+/// Where a model's chat format comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TemplateOrigin {
+    /// `tokenizer.chat_template` from the GGUF file.
+    Model,
+    Builtin(BuiltinTemplate),
+    /// Neither: rendering fails with [`TemplateError::NoTemplate`], raw prompts still work.
+    Missing,
+}
+
+const TEMPLATE_NAME: &str = "chat";
+
+/// A model's chat template, rendered with minijinja the way Hugging Face renders it with Jinja2
+/// (trimmed blocks, Python string methods such as `.strip()`, `raise_exception`).
+#[derive(Debug)]
+pub struct ChatTemplate {
+    environment: Environment<'static>,
+    origin: TemplateOrigin,
+    architecture: String,
+    bos_token: String,
+    eos_token: String,
+}
+
+impl ChatTemplate {
+    /// The GGUF file's own template when it has one, else the built-in format its architecture
+    /// or vocabulary points to.
+    pub fn for_model(gguf: &GgufFile, tokenizer: &Tokenizer) -> Result<ChatTemplate, TemplateError> {
+        let template = gguf.metadata().get_str("tokenizer.chat_template")?;
+        Self::select(gguf.architecture()?, template, tokenizer)
+    }
+
+    /// `model_template` when given, else a built-in format detected from `architecture` and the
+    /// vocabulary, else a template that refuses to render.
+    pub fn select(
+        architecture: &str,
+        model_template: Option<&str>,
+        tokenizer: &Tokenizer,
+    ) -> Result<ChatTemplate, TemplateError> {
+        let (origin, source) = match (model_template, BuiltinTemplate::detect(architecture, tokenizer)) {
+            (Some(source), _) => (TemplateOrigin::Model, source),
+            (None, Some(builtin)) => (TemplateOrigin::Builtin(builtin), builtin.source()),
+            (None, None) => (TemplateOrigin::Missing, ""),
+        };
+        Self::compile(origin, source, architecture, tokenizer)
+    }
+
+    pub fn builtin(builtin: BuiltinTemplate, tokenizer: &Tokenizer) -> Result<ChatTemplate, TemplateError> {
+        Self::compile(TemplateOrigin::Builtin(builtin), builtin.source(), "", tokenizer)
+    }
+
+    pub fn from_source(source: &str, tokenizer: &Tokenizer) -> Result<ChatTemplate, TemplateError> {
+        Self::compile(TemplateOrigin::Model, source, "", tokenizer)
+    }
+
+    fn compile(
+        origin: TemplateOrigin,
+        source: &str,
+        architecture: &str,
+        tokenizer: &Tokenizer,
+    ) -> Result<ChatTemplate, TemplateError> {
+        let mut environment = Environment::new();
+        // Hugging Face renders chat templates with these Jinja2 settings.
+        environment.set_trim_blocks(true);
+        environment.set_lstrip_blocks(true);
+        minijinja_contrib::add_to_environment(&mut environment);
+        environment.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        environment.add_function("raise_exception", raise_exception);
+        environment
+            .add_template_owned(TEMPLATE_NAME, source.to_string())
+            .map_err(TemplateError::Syntax)?;
+        let token_text = |id: Option<u32>| {
+            id.map(|id| String::from_utf8_lossy(tokenizer.token_bytes(id)).into_owned())
+                .unwrap_or_default()
+        };
+        Ok(ChatTemplate {
+            environment,
+            origin,
+            architecture: architecture.to_string(),
+            bos_token: token_text(tokenizer.bos_id()),
+            eos_token: token_text(tokenizer.eos_id()),
+        })
+    }
+
+    pub fn origin(&self) -> TemplateOrigin {
+        self.origin
+    }
+
+    /// The prompt text for `messages`; with `add_generation_prompt`, it ends by opening the
+    /// assistant's turn.
+    pub fn render(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<String, TemplateError> {
+        if self.origin == TemplateOrigin::Missing {
+            return Err(TemplateError::NoTemplate { architecture: self.architecture.clone() });
+        }
+        let template = self.environment.get_template(TEMPLATE_NAME).map_err(TemplateError::Render)?;
+        template
+            .render(context! {
+                messages => messages,
+                add_generation_prompt => add_generation_prompt,
+                bos_token => &self.bos_token,
+                eos_token => &self.eos_token,
+            })
+            .map_err(TemplateError::Render)
+    }
+}
+
+fn raise_exception(message: String) -> Result<String, minijinja::Error> {
+    Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+}
+
+/// The prompt ids for `messages`, ending with the opened assistant turn. BOS is added by the
+/// model's rule unless the template already wrote it (Gemma's and Llama 3's templates start with
+/// it), so the prompt never starts with two.
+pub fn encode_chat(
+    tokenizer: &Tokenizer,
+    template: &ChatTemplate,
+    messages: &[ChatMessage],
+) -> Result<Vec<u32>, TemplateError> {
+    let text = template.render(messages, true)?;
+    let template_wrote_bos = !template.bos_token.is_empty() && text.starts_with(&template.bos_token);
+    Ok(tokenizer.encode(&text, tokenizer.add_bos() && !template_wrote_bos)?)
+}
