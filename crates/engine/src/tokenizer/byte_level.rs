@@ -11,7 +11,10 @@ use super::pre_tokenizer::PreTokenizerRules;
 use super::{TokenizerError, TokenizerModel, TokenizerSpec};
 
 fn build_error(source: tokenizers::Error) -> TokenizerError {
-    TokenizerError::Build { model: TokenizerModel::ByteLevelBpe.name(), source }
+    TokenizerError::Build {
+        model: TokenizerModel::ByteLevelBpe.name(),
+        source,
+    }
 }
 
 pub(super) fn model(
@@ -27,7 +30,9 @@ pub(super) fn model(
         .map_err(build_error)
 }
 
-pub(super) fn pre_tokenizer(rules: PreTokenizerRules) -> Result<PreTokenizerWrapper, TokenizerError> {
+pub(super) fn pre_tokenizer(
+    rules: PreTokenizerRules,
+) -> Result<PreTokenizerWrapper, TokenizerError> {
     let mut steps = Vec::with_capacity(rules.regexes.len() + 1);
     for regex in rules.regexes {
         let split = Split::new(

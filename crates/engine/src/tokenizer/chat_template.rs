@@ -45,7 +45,10 @@ pub struct ChatTemplate {
 impl ChatTemplate {
     /// The GGUF file's own template when it has one, else the built-in format its architecture
     /// or vocabulary points to.
-    pub fn for_model(gguf: &GgufFile, tokenizer: &Tokenizer) -> Result<ChatTemplate, TemplateError> {
+    pub fn for_model(
+        gguf: &GgufFile,
+        tokenizer: &Tokenizer,
+    ) -> Result<ChatTemplate, TemplateError> {
         let template = gguf.metadata().get_str("tokenizer.chat_template")?;
         Self::select(gguf.architecture()?, template, tokenizer)
     }
@@ -57,7 +60,10 @@ impl ChatTemplate {
         model_template: Option<&str>,
         tokenizer: &Tokenizer,
     ) -> Result<ChatTemplate, TemplateError> {
-        let (origin, source) = match (model_template, BuiltinTemplate::detect(architecture, tokenizer)) {
+        let (origin, source) = match (
+            model_template,
+            BuiltinTemplate::detect(architecture, tokenizer),
+        ) {
             (Some(source), _) => (TemplateOrigin::Model, source),
             (None, Some(builtin)) => (TemplateOrigin::Builtin(builtin), builtin.source()),
             (None, None) => (TemplateOrigin::Missing, ""),
@@ -65,8 +71,16 @@ impl ChatTemplate {
         Self::compile(origin, source, architecture, tokenizer)
     }
 
-    pub fn builtin(builtin: BuiltinTemplate, tokenizer: &Tokenizer) -> Result<ChatTemplate, TemplateError> {
-        Self::compile(TemplateOrigin::Builtin(builtin), builtin.source(), "", tokenizer)
+    pub fn builtin(
+        builtin: BuiltinTemplate,
+        tokenizer: &Tokenizer,
+    ) -> Result<ChatTemplate, TemplateError> {
+        Self::compile(
+            TemplateOrigin::Builtin(builtin),
+            builtin.source(),
+            "",
+            tokenizer,
+        )
     }
 
     pub fn from_source(source: &str, tokenizer: &Tokenizer) -> Result<ChatTemplate, TemplateError> {
@@ -84,7 +98,8 @@ impl ChatTemplate {
         environment.set_trim_blocks(true);
         environment.set_lstrip_blocks(true);
         minijinja_contrib::add_to_environment(&mut environment);
-        environment.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        environment
+            .set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         environment.add_function("raise_exception", raise_exception);
         environment
             .add_template_owned(TEMPLATE_NAME, source.to_string())
@@ -108,11 +123,20 @@ impl ChatTemplate {
 
     /// The prompt text for `messages`; with `add_generation_prompt`, it ends by opening the
     /// assistant's turn.
-    pub fn render(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<String, TemplateError> {
+    pub fn render(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+    ) -> Result<String, TemplateError> {
         if self.origin == TemplateOrigin::Missing {
-            return Err(TemplateError::NoTemplate { architecture: self.architecture.clone() });
+            return Err(TemplateError::NoTemplate {
+                architecture: self.architecture.clone(),
+            });
         }
-        let template = self.environment.get_template(TEMPLATE_NAME).map_err(TemplateError::Render)?;
+        let template = self
+            .environment
+            .get_template(TEMPLATE_NAME)
+            .map_err(TemplateError::Render)?;
         template
             .render(context! {
                 messages => messages,
@@ -137,6 +161,7 @@ pub fn encode_chat(
     messages: &[ChatMessage],
 ) -> Result<Vec<u32>, TemplateError> {
     let text = template.render(messages, true)?;
-    let template_wrote_bos = !template.bos_token.is_empty() && text.starts_with(&template.bos_token);
+    let template_wrote_bos =
+        !template.bos_token.is_empty() && text.starts_with(&template.bos_token);
     Ok(tokenizer.encode(&text, tokenizer.add_bos() && !template_wrote_bos)?)
 }

@@ -40,8 +40,9 @@ pub(super) fn normalizer(spec: &TokenizerSpec) -> Result<NormalizerWrapper, Toke
         model: TokenizerModel::SentencePiece.name(),
         source,
     };
-    let mut steps: Vec<NormalizerWrapper> =
-        vec![Replace::new(" ", WORD_BOUNDARY).map_err(build_error)?.into()];
+    let mut steps: Vec<NormalizerWrapper> = vec![Replace::new(" ", WORD_BOUNDARY)
+        .map_err(build_error)?
+        .into()];
     if spec.add_space_prefix {
         steps.push(Prepend::new(WORD_BOUNDARY.to_string()).into());
     }
@@ -50,11 +51,7 @@ pub(super) fn normalizer(spec: &TokenizerSpec) -> Result<NormalizerWrapper, Toke
 
 /// Every way to write a token as the concatenation of two tokens, highest merged score first;
 /// ties keep vocabulary order (merged id, then left id, then right id).
-fn merges_by_score(
-    spec: &TokenizerSpec,
-    texts: &[String],
-    vocab: &Vocab,
-) -> Vec<(String, String)> {
+fn merges_by_score(spec: &TokenizerSpec, texts: &[String], vocab: &Vocab) -> Vec<(String, String)> {
     struct Candidate {
         score: f32,
         merged: u32,
@@ -75,7 +72,12 @@ fn merges_by_score(
         for (split, _) in text.char_indices().skip(1) {
             let (left, right) = text.split_at(split);
             if let (Some(&left), Some(&right)) = (vocab.get(left), vocab.get(right)) {
-                candidates.push(Candidate { score, merged: merged as u32, left, right });
+                candidates.push(Candidate {
+                    score,
+                    merged: merged as u32,
+                    left,
+                    right,
+                });
             }
         }
     }
@@ -88,6 +90,11 @@ fn merges_by_score(
     });
     candidates
         .into_iter()
-        .map(|c| (texts[c.left as usize].clone(), texts[c.right as usize].clone()))
+        .map(|c| {
+            (
+                texts[c.left as usize].clone(),
+                texts[c.right as usize].clone(),
+            )
+        })
         .collect()
 }

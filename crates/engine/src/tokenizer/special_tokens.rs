@@ -52,7 +52,12 @@ pub(super) fn end_of_generation_ids(spec: &TokenizerSpec) -> Vec<u32> {
         .enumerate()
         .filter(|(_, text)| END_OF_TURN_TEXTS.contains(&text.as_str()))
         .map(|(id, _)| id as u32);
-    let mut ids: Vec<u32> = spec.eos_id.into_iter().chain(spec.eot_id).chain(by_text).collect();
+    let mut ids: Vec<u32> = spec
+        .eos_id
+        .into_iter()
+        .chain(spec.eot_id)
+        .chain(by_text)
+        .collect();
     ids.sort_unstable();
     ids.dedup();
     ids
