@@ -9,9 +9,9 @@ use super::{ChatMessage, Tokenizer, TokenizerError};
 pub enum TemplateError {
     #[error("reading the chat template metadata: {0}")]
     Metadata(#[from] GgufError),
-    #[error("the chat template does not compile: {0:#}")]
+    #[error("the chat template does not compile: {0}")]
     Syntax(#[source] minijinja::Error),
-    #[error("rendering the chat template: {0:#}")]
+    #[error("rendering the chat template: {0}")]
     Render(#[source] minijinja::Error),
     #[error("the model has no chat template and no built-in format matches it (architecture '{architecture}')")]
     NoTemplate { architecture: String },

@@ -519,15 +519,17 @@ fn builtin_format_is_chosen_by_architecture_then_vocabulary() {
     assert_eq!(own.origin(), TemplateOrigin::Model);
 }
 
-/// SmolLM2-135M-Instruct's `tokenizer.chat_template`.
-const SMOLLM2_TEMPLATE: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+/// A ChatML template in the style models ship: dict-style access, `+` concatenation, a default
+/// system prompt when the conversation has none.
+const MODEL_STYLE_TEMPLATE: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a test.<|im_end|>\n' }}{% endif %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
 #[test]
 fn model_templates_render_like_jinja2() {
-    let template = ChatTemplate::select("llama", Some(SMOLLM2_TEMPLATE), &byte_level()).unwrap();
+    let template =
+        ChatTemplate::select("llama", Some(MODEL_STYLE_TEMPLATE), &byte_level()).unwrap();
     assert_eq!(
         template.render(&[ChatMessage::user("Hi")], true).unwrap(),
-        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n\
+        "<|im_start|>system\nYou are a test.<|im_end|>\n\
          <|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
     );
     // Python string methods, as real templates use them, and trim_blocks/lstrip_blocks.
@@ -587,10 +589,18 @@ fn encode_chat_never_doubles_bos() {
         encode_chat(&tokenizer, &plain, &[ChatMessage::user("hello")]).unwrap(),
         [SP_BOS, sp_piece("hello")]
     );
-    // SmolLM2's BOS is `<|im_start|>`, which its template writes and its rule does not add.
+    // Like SmolLM2: BOS is `<|im_start|>`, which the template writes and the rule does not add.
     let tokenizer = byte_level();
-    let chat_ml = ChatTemplate::select("llama", Some(SMOLLM2_TEMPLATE), &tokenizer).unwrap();
+    let chat_ml = ChatTemplate::select("llama", Some(MODEL_STYLE_TEMPLATE), &tokenizer).unwrap();
     let ids = encode_chat(&tokenizer, &chat_ml, &[ChatMessage::user("hello")]).unwrap();
     assert_eq!(ids[0], BL_IM_START);
     assert_ne!(ids[1], BL_IM_START);
+}
+
+#[test]
+fn tokenizer_and_templates_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Tokenizer>();
+    assert_send_sync::<ChatTemplate>();
+    assert_send_sync::<StreamDecoder>();
 }
