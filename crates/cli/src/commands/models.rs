@@ -3,7 +3,7 @@
 use std::{cell::RefCell, path::PathBuf};
 
 use anyhow::{anyhow, Context, Result};
-use doppler_engine::store::{fetch_defaults, ByteSize, FetchEvent, InstalledModel, ModelManifest, ModelStore};
+use doppler_engine::store::{fetch_defaults, ByteSize, FetchEvent, InstalledModel, ModelManifest, ModelStore, StoreError};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -64,7 +64,10 @@ pub fn run(args: ModelsArgs) -> Result<()> {
             Ok(())
         }
         ModelsCommand::Path { name: Some(name) } => {
-            let model = store.get(&name)?.ok_or_else(|| anyhow!("no installed model is named '{name}' (see `doppler models list`)"))?;
+            let Some(model) = store.get(&name)? else {
+                let installed = store.list()?.into_iter().map(|model| model.manifest.name).collect();
+                return Err(StoreError::NotInstalled { name, installed }.into());
+            };
             println!("{}", model.path.display());
             Ok(())
         }
