@@ -42,6 +42,7 @@ impl SamplingArgs {
             },
             max_tokens: self.max_tokens,
             stop: self.stop.clone(),
+            ignore_eos: false,
         }
     }
 }

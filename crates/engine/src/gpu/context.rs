@@ -96,8 +96,12 @@ pub struct GpuContext {
     pub pipelines: PipelineCache,
 }
 
+/// Vulkan, Metal and DX12 only (`WGPU_BACKEND` overrides): the GL backend lacks the compute
+/// features the kernels use, and probing it on a headless Linux box only prints noise.
 fn new_instance() -> wgpu::Instance {
-    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+    let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle();
+    descriptor.backends = wgpu::Backends::PRIMARY;
+    wgpu::Instance::new(descriptor.with_env())
 }
 
 fn device_type_rank(device_type: wgpu::DeviceType) -> u8 {
