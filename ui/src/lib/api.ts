@@ -1,0 +1,172 @@
+// The app's commands, typed after their Rust signatures (src-tauri/src/core/*/commands.rs).
+import { Channel, invoke } from '@tauri-apps/api/core';
+
+export type ConversationSettings = {
+  systemPrompt: string;
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  repetitionPenalty: number;
+  /** null: a fresh seed for every reply. */
+  seed: number | null;
+  maxTokens: number;
+};
+
+export type Conversation = {
+  id: number;
+  title: string;
+  createdAt: number;
+  updatedAt: number;
+  settings: ConversationSettings;
+  modelId: string | null;
+  currentLeafId: number | null;
+};
+
+export type ConversationSummary = { id: number; title: string; updatedAt: number; snippet: string | null };
+
+export type FinishReason = 'eos' | 'max_tokens' | 'stop_string' | 'cancelled' | 'context_full';
+
+export type GenerationStats = {
+  modelId: string;
+  finishReason: FinishReason;
+  promptTokens: number;
+  generatedTokens: number;
+  tokensPerSecond: number;
+  timeToFirstTokenMs: number;
+};
+
+export type Role = 'user' | 'assistant';
+
+export type Message = {
+  id: number;
+  conversationId: number;
+  parentId: number | null;
+  role: Role;
+  content: string;
+  createdAt: number;
+  generation: GenerationStats | null;
+};
+
+export type ThreadMessage = Message & { siblingIds: number[] };
+
+export type ConversationView = { conversation: Conversation; thread: ThreadMessage[] };
+
+export type GenerationEvent =
+  | { type: 'queued'; ahead: number }
+  | { type: 'started' }
+  | { type: 'token'; text: string }
+  | { type: 'done'; message: Message }
+  | { type: 'cancelled' }
+  | { type: 'failed'; reason: string; contextFull: boolean };
+
+export type SendReceipt = { message: Message; generationId: number };
+
+/** The engine's ModelInfo (serialized with its Rust field names). */
+export type ModelInfo = {
+  name: string;
+  architecture: string;
+  quantization: string;
+  file_size: number;
+  weight_bytes: number;
+  context_len: number;
+  n_layers: number;
+  vocab_size: number;
+};
+
+export type ModelState =
+  | { state: 'queued' }
+  | { state: 'loading'; fraction: number; stage: string }
+  | { state: 'loaded'; info: ModelInfo }
+  | { state: 'failed'; reason: string }
+  | { state: 'unloading' };
+
+export type InstalledModel = {
+  id: string;
+  architecture: string | null;
+  quantization: string | null;
+  fileSize: number;
+  isDefault: boolean;
+  state: ModelState | null;
+};
+
+export type DefaultModel = { id: string; fileSize: number };
+
+export type ModelList = { installed: InstalledModel[]; availableDefaults: DefaultModel[] };
+
+export type LoadEvent =
+  | { type: 'progress'; fraction: number; stage: string }
+  | { type: 'loaded'; info: ModelInfo }
+  | { type: 'failed'; reason: string };
+
+export type FetchProgress = { stage: string; written: number; total: number };
+
+export type Theme = 'system' | 'light' | 'dark';
+
+export type AppSettings = {
+  theme: Theme;
+  lastModelId: string | null;
+  conversationDefaults: ConversationSettings;
+};
+
+export type StartupNotice =
+  | { kind: 'databaseRecovered'; movedTo: string; reason: string }
+  | { kind: 'modelStoreUnavailable'; reason: string };
+
+export type AppStatus = { version: string; databasePath: string; notices: StartupNotice[] };
+
+export type QueuedGeneration = { generationId: number; conversationId: number };
+export type QueueView = { running: QueuedGeneration | null; waiting: QueuedGeneration[] };
+
+function channel<T>(onMessage: (message: T) => void): Channel<T> {
+  const ch = new Channel<T>();
+  ch.onmessage = onMessage;
+  return ch;
+}
+
+export const api = {
+  appStatus: () => invoke<AppStatus>('app_status'),
+  appSettings: () => invoke<AppSettings>('app_settings'),
+  saveAppSettings: (settings: AppSettings) => invoke<void>('save_app_settings', { settings }),
+  openLink: (url: string) => invoke<void>('open_link', { url }),
+
+  listConversations: (query?: string) => invoke<ConversationSummary[]>('list_conversations', { query: query ?? null }),
+  createConversation: () => invoke<Conversation>('create_conversation'),
+  getConversation: (id: number) => invoke<ConversationView>('get_conversation', { id }),
+  renameConversation: (id: number, title: string) => invoke<Conversation>('rename_conversation', { id, title }),
+  deleteConversation: (id: number) => invoke<void>('delete_conversation', { id }),
+  updateConversationSettings: (id: number, settings: ConversationSettings) =>
+    invoke<Conversation>('update_conversation_settings', { id, settings }),
+  selectBranch: (conversationId: number, messageId: number) =>
+    invoke<ConversationView>('select_branch', { conversationId, messageId }),
+  exportConversation: (id: number) => invoke<boolean>('export_conversation', { id }),
+
+  sendMessage: (conversationId: number, content: string, modelId: string, onEvent: (e: GenerationEvent) => void) =>
+    invoke<SendReceipt>('send_message', { conversationId, content, modelId, onEvent: channel(onEvent) }),
+  regenerateReply: (conversationId: number, userMessageId: number, modelId: string, onEvent: (e: GenerationEvent) => void) =>
+    invoke<number>('regenerate_reply', { conversationId, userMessageId, modelId, onEvent: channel(onEvent) }),
+  editAndResend: (
+    conversationId: number,
+    messageId: number,
+    content: string,
+    modelId: string,
+    onEvent: (e: GenerationEvent) => void,
+  ) => invoke<SendReceipt>('edit_and_resend', { conversationId, messageId, content, modelId, onEvent: channel(onEvent) }),
+  stopGeneration: (generationId: number) => invoke<boolean>('stop_generation', { generationId }),
+  generationQueue: () => invoke<QueueView>('generation_queue'),
+
+  listModels: () => invoke<ModelList>('list_models'),
+  loadModel: (modelId: string, onEvent: (e: LoadEvent) => void) => invoke<void>('load_model', { modelId, onEvent: channel(onEvent) }),
+  unloadModel: (modelId: string) => invoke<void>('unload_model', { modelId }),
+  fetchDefaultModel: (modelId: string, onProgress: (p: FetchProgress) => void) =>
+    invoke<void>('fetch_default_model', { modelId, onProgress: channel(onProgress) }),
+  importModelFile: () => invoke<string | null>('import_model_file'),
+  removeModel: (modelId: string) => invoke<void>('remove_model', { modelId }),
+};
+
+/** A failed command's message (commands reject with the error's text). */
+export function errorMessage(error: unknown): string {
+  if (typeof error === 'string') return error;
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
