@@ -29,6 +29,8 @@ enum Command {
     Models(commands::models::ModelsArgs),
     /// Measure prefill and decode speed (llama-bench's method).
     Bench(commands::bench::BenchArgs),
+    /// Print the logits after a prompt as JSON (for comparing adapters).
+    Logits(commands::logits::LogitsArgs),
     /// Write a synthetic GGUF model with random weights in llama.cpp's Q4_K_M mix.
     Synth(commands::synth::SynthArgs),
 }
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Command::Models(args) => commands::models::run(args),
         Command::Bench(args) => commands::bench::run(args),
         Command::Synth(args) => commands::synth::run(args),
+        Command::Logits(args) => commands::logits::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 pub mod bench;
 pub mod chat;
 pub mod devices;
+pub mod logits;
 pub mod model_loading;
 pub mod models;
 pub mod perplexity;
