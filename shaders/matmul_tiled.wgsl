@@ -23,7 +23,7 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<storage, read> step: Step;
 @group(0) @binding(4) var<uniform> params: Params;
@@ -38,6 +38,26 @@ const K_QUADS = TILE_K / 4u;
 var<workgroup> w_tile: array<vec4<f32>, TILE_K * ROW_QUADS>;
 var<workgroup> x_tile: array<vec4<f32>, TILE_K * TOKEN_QUADS>;
 
+// Writes the outputs of one token for rows row .. row + 3 (component c is row + c).
+fn store(token: u32, n_tokens: u32, row: u32, values: vec4<f32>) {
+    if (token >= n_tokens) {
+        return;
+    }
+    let at = token * params.out_stride + params.first_row + row;
+    if (row < params.rows) {
+        y[at] = values.x;
+    }
+    if (row + 1u < params.rows) {
+        y[at + 1u] = values.y;
+    }
+    if (row + 2u < params.rows) {
+        y[at + 2u] = values.z;
+    }
+    if (row + 3u < params.rows) {
+        y[at + 3u] = values.w;
+    }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let tile = wid.x + wid.y * nwg.x;
@@ -50,8 +70,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let row_len = params.row_len;
     let row_quad = lid % ROW_QUADS;
     let token_quad = lid / ROW_QUADS;
-    // acc[j][c]: token token0 + 4·token_quad + j, row row0 + 4·row_quad + c.
-    var acc: array<vec4<f32>, 4>;
+    // acc_j[c]: token token0 + 4·token_quad + j, row row0 + 4·row_quad + c. Named vectors,
+    // not an array, so they stay in registers.
+    var acc_0 = vec4<f32>(0.0);
+    var acc_1 = vec4<f32>(0.0);
+    var acc_2 = vec4<f32>(0.0);
+    var acc_3 = vec4<f32>(0.0);
 
     for (var k0 = 0u; k0 < row_len; k0 += TILE_K) {
         // Neighbouring threads decode neighbouring values of one row: coalesced weight reads.
@@ -76,8 +100,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let token = token0 + t;
             var v = vec4<f32>(0.0);
             if (token < n_tokens && k < row_len) {
-                let at = token * row_len + k;
-                v = vec4<f32>(x[at], x[at + 1u], x[at + 2u], x[at + 3u]);
+                v = x[(token * row_len + k) >> 2u];
             }
             let slot = (k - k0) * TOKEN_QUADS + t / 4u;
             let c = t % 4u;
@@ -90,23 +113,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         for (var k = 0u; k < TILE_K; k++) {
             let w = w_tile[k * ROW_QUADS + row_quad];
             let t = x_tile[k * TOKEN_QUADS + token_quad];
-            acc[0] += w * t.x;
-            acc[1] += w * t.y;
-            acc[2] += w * t.z;
-            acc[3] += w * t.w;
+            acc_0 += w * t.x;
+            acc_1 += w * t.y;
+            acc_2 += w * t.z;
+            acc_3 += w * t.w;
         }
         workgroupBarrier();
     }
 
-    for (var j = 0u; j < 4u; j++) {
-        let token = token0 + token_quad * 4u + j;
-        if (token < n_tokens) {
-            for (var c = 0u; c < 4u; c++) {
-                let row = row0 + row_quad * 4u + c;
-                if (row < params.rows) {
-                    y[token * params.out_stride + params.first_row + row] = acc[j][c];
-                }
-            }
-        }
-    }
+    let token = token0 + token_quad * 4u;
+    let row = row0 + row_quad * 4u;
+    store(token, n_tokens, row, acc_0);
+    store(token + 1u, n_tokens, row, acc_1);
+    store(token + 2u, n_tokens, row, acc_2);
+    store(token + 3u, n_tokens, row, acc_3);
 }

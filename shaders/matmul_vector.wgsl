@@ -1,10 +1,10 @@
 // Decode matrix-vector product y[r] = Σ_k W[r,k]·x[k] over one chunk of a weight matrix kept
 // in its GGUF block layout (see quant_formats.wgsl; a TYPE_* define picks the type).
-// A workgroup computes ROWS rows: its WG threads stride over the parts of the row's blocks,
-// each loading its slice of x once into registers and reusing it for all ROWS rows, so
-// neighbouring threads read neighbouring words of every row. Per-thread sums are reduced
-// with subgroupAdd and one shared-memory slot per subgroup (SUBGROUPS), or with a
-// shared-memory tree.
+// A workgroup computes ROWS (1, 2 or 4) rows: its WG threads (a power of two) stride over the
+// parts of the rows' blocks, each loading its slice of x once into registers and reusing it
+// for all ROWS rows, so neighbouring threads read neighbouring words of every row.
+// Per-thread sums are reduced with subgroupAdd and one shared-memory slot per subgroup
+// (SUBGROUPS), or with a shared-memory tree.
 
 struct Params {
     // Rows in this chunk.
@@ -21,18 +21,32 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
 
 #include "quant_formats.wgsl"
 
-// Per-row partial sums: one per subgroup (SUBGROUPS; sized for subgroups of one thread) or
-// one per thread.
-var<workgroup> partial: array<f32, ROWS * WG>;
+// Per-row partial sums (component r for row r): one per subgroup (SUBGROUPS; sized for
+// subgroups of one thread) or one per thread.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
-fn x4(start: u32) -> vec4<f32> {
-    return vec4<f32>(x[start], x[start + 1u], x[start + 2u], x[start + 3u]);
+// The slice of x a part multiplies; runs start at multiples of 4 and input_offset is one.
+fn x_runs(x_base: u32, part: u32) -> Runs {
+    return Runs(
+        x[(x_base + run_start(part, 0u)) >> 2u],
+        x[(x_base + run_start(part, 1u)) >> 2u],
+        x[(x_base + run_start(part, 2u)) >> 2u],
+        x[(x_base + run_start(part, 3u)) >> 2u],
+    );
+}
+
+fn part_dot(row: u32, block: u32, part: u32, xs: Runs) -> f32 {
+    if (row >= params.rows) {
+        return 0.0;
+    }
+    let w = dequant_part(row * params.row_bytes + block * BLOCK_BYTES, part);
+    return dot(w.r0, xs.r0) + dot(w.r1, xs.r1) + dot(w.r2, xs.r2) + dot(w.r3, xs.r3);
 }
 
 @compute @workgroup_size(WG)
@@ -48,58 +62,47 @@ fn main(
 ) {
     let first_row = (wid.x + wid.y * nwg.x) * ROWS;
     let units = params.blocks_per_row * PARTS;
-    var acc: array<f32, ROWS>;
+    // Component r accumulates row first_row + r; ROWS is 1, 2 or 4 and the branches on it
+    // are resolved at compile time.
+    var acc = vec4<f32>(0.0);
     for (var unit = lid; unit < units; unit += WG) {
         let block = unit / PARTS;
         let part = unit % PARTS;
-        let x_base = params.input_offset + block * BLOCK_LEN;
-        var xs: array<vec4<f32>, RUNS>;
-        for (var run = 0u; run < RUNS; run++) {
-            xs[run] = x4(x_base + run_start(part, run));
+        let xs = x_runs(params.input_offset + block * BLOCK_LEN, part);
+        acc.x += part_dot(first_row, block, part, xs);
+        if (ROWS > 1u) {
+            acc.y += part_dot(first_row + 1u, block, part, xs);
         }
-        for (var r = 0u; r < ROWS; r++) {
-            let row = first_row + r;
-            if (row < params.rows) {
-                let w = dequant_part(row * params.row_bytes + block * BLOCK_BYTES, part);
-                var sum = 0.0;
-                for (var run = 0u; run < RUNS; run++) {
-                    sum += dot(w[run], xs[run]);
-                }
-                acc[r] += sum;
-            }
+        if (ROWS > 2u) {
+            acc.z += part_dot(first_row + 2u, block, part, xs);
+            acc.w += part_dot(first_row + 3u, block, part, xs);
         }
     }
 
 #ifdef SUBGROUPS
-    for (var r = 0u; r < ROWS; r++) {
-        let sum = subgroupAdd(acc[r]);
-        if (lane == 0u) {
-            partial[subgroup * ROWS + r] = sum;
-        }
+    let sum = subgroupAdd(acc);
+    if (lane == 0u) {
+        partial[subgroup] = sum;
     }
     workgroupBarrier();
     if (lid < ROWS && first_row + lid < params.rows) {
         var total = 0.0;
         for (var s = 0u; s < subgroups; s++) {
-            total += partial[s * ROWS + lid];
+            total += partial[s][lid];
         }
         y[params.output_offset + first_row + lid] = total;
     }
 #else
-    for (var r = 0u; r < ROWS; r++) {
-        partial[r * WG + lid] = acc[r];
-    }
+    partial[lid] = acc;
     workgroupBarrier();
     for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
         if (lid < stride) {
-            for (var r = 0u; r < ROWS; r++) {
-                partial[r * WG + lid] += partial[r * WG + lid + stride];
-            }
+            partial[lid] += partial[lid + stride];
         }
         workgroupBarrier();
     }
     if (lid < ROWS && first_row + lid < params.rows) {
-        y[params.output_offset + first_row + lid] = partial[lid * WG];
+        y[params.output_offset + first_row + lid] = partial[0][lid];
     }
 #endif
 }

@@ -2,14 +2,24 @@
 // including shader binds as `weights: array<u32>`. One `TYPE_*` define selects a section.
 // Every section provides:
 //   BLOCK_LEN, BLOCK_BYTES: values and bytes per block. Plain types (F32, F16, BF16) use
-//     blocks of 4 values, so their rows must hold a multiple of 4 values.
+//     blocks of 16 values, so their rows must hold a multiple of 16 values.
 //   dequant4(block_byte, k) -> vec4<f32>: values k..k+3 of the block (k % 4 == 0), for the
 //     tiled matmul and the embedding gather.
-//   PARTS, RUNS, run_start(part, run), dequant_part(block_byte, part): the block split into
-//     PARTS parts whose bytes are read as whole words exactly once, for the matrix-vector
-//     kernel where weight reads are the whole cost. A part decodes to RUNS runs of 4
-//     consecutive values; run r starts at value run_start(part, r) of the block.
+//   PARTS, run_start(part, run), dequant_part(block_byte, part) -> Runs: the block split
+//     into PARTS parts of 16 values whose bytes are read as whole words exactly once, for the
+//     matrix-vector kernel where weight reads are the whole cost. A part decodes to 4 runs
+//     of 4 consecutive values; run r starts at value run_start(part, r) of the block.
+// Results are vectors and structs rather than arrays: a private array indexed by a loop
+// variable can end up in slow local memory.
 // Blocks of 18, 22, 34 and 210 bytes are only 2-byte aligned, hence the *_even readers.
+
+// The 16 values of a part, as 4 runs of 4 consecutive values.
+struct Runs {
+    r0: vec4<f32>,
+    r1: vec4<f32>,
+    r2: vec4<f32>,
+    r3: vec4<f32>,
+}
 
 // The word at a 4-aligned byte offset.
 fn word_at(byte: u32) -> u32 {
@@ -67,66 +77,63 @@ fn five_bit_values(low: u32, shift: u32, qh: u32, first: u32) -> vec4<f32> {
 }
 
 #ifdef TYPE_F32
-const BLOCK_LEN = 4u;
-const BLOCK_BYTES = 16u;
+const BLOCK_LEN = 16u;
+const BLOCK_BYTES = 64u;
 const PARTS = 1u;
-const RUNS = 1u;
 
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
-    let i = block_byte >> 2u;
+    let i = (block_byte >> 2u) + k;
     return bitcast<vec4<f32>>(vec4<u32>(weights[i], weights[i + 1u], weights[i + 2u], weights[i + 3u]));
 }
 
 fn run_start(part: u32, run: u32) -> u32 {
-    return 0u;
+    return run * 4u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
-    return array<vec4<f32>, RUNS>(dequant4(block_byte, 0u));
+fn dequant_part(block_byte: u32, part: u32) -> Runs {
+    return Runs(dequant4(block_byte, 0u), dequant4(block_byte, 4u), dequant4(block_byte, 8u), dequant4(block_byte, 12u));
 }
 #endif
 
 #ifdef TYPE_F16
-const BLOCK_LEN = 4u;
-const BLOCK_BYTES = 8u;
+const BLOCK_LEN = 16u;
+const BLOCK_BYTES = 32u;
 const PARTS = 1u;
-const RUNS = 1u;
 
-// Rows hold a multiple of 4 values, so every 8-byte block is word-aligned.
+// Rows hold a multiple of 16 values, so blocks are word-aligned.
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
-    let i = block_byte >> 2u;
+    let i = (block_byte >> 2u) + k / 2u;
     return vec4<f32>(unpack2x16float(weights[i]), unpack2x16float(weights[i + 1u]));
 }
 
 fn run_start(part: u32, run: u32) -> u32 {
-    return 0u;
+    return run * 4u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
-    return array<vec4<f32>, RUNS>(dequant4(block_byte, 0u));
+fn dequant_part(block_byte: u32, part: u32) -> Runs {
+    return Runs(dequant4(block_byte, 0u), dequant4(block_byte, 4u), dequant4(block_byte, 8u), dequant4(block_byte, 12u));
 }
 #endif
 
 #ifdef TYPE_BF16
-const BLOCK_LEN = 4u;
-const BLOCK_BYTES = 8u;
+const BLOCK_LEN = 16u;
+const BLOCK_BYTES = 32u;
 const PARTS = 1u;
-const RUNS = 1u;
 
 // bf16 is the top half of an f32.
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
-    let i = block_byte >> 2u;
+    let i = (block_byte >> 2u) + k / 2u;
     let a = weights[i];
     let b = weights[i + 1u];
     return bitcast<vec4<f32>>(vec4<u32>(a << 16u, a & 0xffff0000u, b << 16u, b & 0xffff0000u));
 }
 
 fn run_start(part: u32, run: u32) -> u32 {
-    return 0u;
+    return run * 4u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
-    return array<vec4<f32>, RUNS>(dequant4(block_byte, 0u));
+fn dequant_part(block_byte: u32, part: u32) -> Runs {
+    return Runs(dequant4(block_byte, 0u), dequant4(block_byte, 4u), dequant4(block_byte, 8u), dequant4(block_byte, 12u));
 }
 #endif
 
@@ -135,7 +142,6 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
 const BLOCK_LEN = 32u;
 const BLOCK_BYTES = 34u;
 const PARTS = 2u;
-const RUNS = 4u;
 
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     return half_at(block_byte) * vec4<f32>(unpack4xI8(word_even(block_byte + 2u + k)));
@@ -145,10 +151,10 @@ fn run_start(part: u32, run: u32) -> u32 {
     return part * 16u + run * 4u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+fn dequant_part(block_byte: u32, part: u32) -> Runs {
     let d = half_at(block_byte);
     let q = words4_even(block_byte + 2u + part * 16u);
-    return array<vec4<f32>, RUNS>(
+    return Runs(
         d * vec4<f32>(unpack4xI8(q.x)),
         d * vec4<f32>(unpack4xI8(q.y)),
         d * vec4<f32>(unpack4xI8(q.z)),
@@ -163,7 +169,6 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
 const BLOCK_LEN = 32u;
 const BLOCK_BYTES = 18u;
 const PARTS = 2u;
-const RUNS = 4u;
 
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let q = word_even(block_byte + 2u + (k & 15u));
@@ -175,10 +180,10 @@ fn run_start(part: u32, run: u32) -> u32 {
     return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+fn dequant_part(block_byte: u32, part: u32) -> Runs {
     let d = half_at(block_byte);
     let q = words2_even(block_byte + 2u + part * 8u);
-    return array<vec4<f32>, RUNS>(
+    return Runs(
         d * (nibbles(q.x, 0u) - 8.0),
         d * (nibbles(q.y, 0u) - 8.0),
         d * (nibbles(q.x, 4u) - 8.0),
@@ -192,7 +197,6 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
 const BLOCK_LEN = 32u;
 const BLOCK_BYTES = 20u;
 const PARTS = 2u;
-const RUNS = 4u;
 
 // 20-byte blocks are word-aligned: (d, m) is one word and the quants follow aligned.
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
@@ -205,11 +209,11 @@ fn run_start(part: u32, run: u32) -> u32 {
     return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+fn dequant_part(block_byte: u32, part: u32) -> Runs {
     let dm = unpack2x16float(word_at(block_byte));
     let w = (block_byte + 4u + part * 8u) >> 2u;
     let q = vec2<u32>(weights[w], weights[w + 1u]);
-    return array<vec4<f32>, RUNS>(
+    return Runs(
         dm.x * nibbles(q.x, 0u) + dm.y,
         dm.x * nibbles(q.y, 0u) + dm.y,
         dm.x * nibbles(q.x, 4u) + dm.y,
@@ -224,7 +228,6 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
 const BLOCK_LEN = 32u;
 const BLOCK_BYTES = 22u;
 const PARTS = 2u;
-const RUNS = 4u;
 
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let qh = word_even(block_byte + 2u);
@@ -236,12 +239,12 @@ fn run_start(part: u32, run: u32) -> u32 {
     return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+fn dequant_part(block_byte: u32, part: u32) -> Runs {
     let d = half_at(block_byte);
     let qh = word_even(block_byte + 2u);
     let q = words2_even(block_byte + 6u + part * 8u);
     let first = part * 8u;
-    return array<vec4<f32>, RUNS>(
+    return Runs(
         d * (five_bit_values(q.x, 0u, qh, first) - 16.0),
         d * (five_bit_values(q.y, 0u, qh, first + 4u) - 16.0),
         d * (five_bit_values(q.x, 4u, qh, first + 16u) - 16.0),
@@ -256,7 +259,6 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
 const BLOCK_LEN = 32u;
 const BLOCK_BYTES = 24u;
 const PARTS = 2u;
-const RUNS = 4u;
 
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let dm = unpack2x16float(word_at(block_byte));
@@ -269,14 +271,14 @@ fn run_start(part: u32, run: u32) -> u32 {
     return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+fn dequant_part(block_byte: u32, part: u32) -> Runs {
     let dm = unpack2x16float(word_at(block_byte));
     let qh = word_at(block_byte + 4u);
     let w = (block_byte + 8u + part * 8u) >> 2u;
     let q0 = weights[w];
     let q1 = weights[w + 1u];
     let first = part * 8u;
-    return array<vec4<f32>, RUNS>(
+    return Runs(
         dm.x * five_bit_values(q0, 0u, qh, first) + dm.y,
         dm.x * five_bit_values(q1, 0u, qh, first + 4u) + dm.y,
         dm.x * five_bit_values(q0, 4u, qh, first + 16u) + dm.y,
@@ -293,7 +295,6 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
 const BLOCK_LEN = 256u;
 const BLOCK_BYTES = 144u;
 const PARTS = 16u;
-const RUNS = 4u;
 
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let dm = unpack2x16float(word_at(block_byte));
@@ -309,7 +310,7 @@ fn run_start(part: u32, run: u32) -> u32 {
     return (part >> 2u) * 64u + (part & 3u) * 8u + (run & 1u) * 4u + (run >> 1u) * 32u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+fn dequant_part(block_byte: u32, part: u32) -> Runs {
     let dm = unpack2x16float(word_at(block_byte));
     let j = part >> 2u;
     let low = k_scale_min(block_byte + 4u, 2u * j) * dm;
@@ -317,7 +318,7 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
     let w = (block_byte + 16u + j * 32u + (part & 3u) * 8u) >> 2u;
     let q0 = weights[w];
     let q1 = weights[w + 1u];
-    return array<vec4<f32>, RUNS>(
+    return Runs(
         low.x * nibbles(q0, 0u) - low.y,
         low.x * nibbles(q1, 0u) - low.y,
         high.x * nibbles(q0, 4u) - high.y,
@@ -333,7 +334,6 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
 const BLOCK_LEN = 256u;
 const BLOCK_BYTES = 176u;
 const PARTS = 16u;
-const RUNS = 4u;
 
 fn q5k_values(low: u32, shift: u32, qh: u32, sub_block: u32) -> vec4<f32> {
     let q = ((low >> shift) & 0x0f0f0f0fu) | (((qh >> sub_block) & 0x01010101u) << 4u);
@@ -354,7 +354,7 @@ fn run_start(part: u32, run: u32) -> u32 {
     return (part >> 2u) * 64u + (part & 3u) * 8u + (run & 1u) * 4u + (run >> 1u) * 32u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+fn dequant_part(block_byte: u32, part: u32) -> Runs {
     let dm = unpack2x16float(word_at(block_byte));
     let j = part >> 2u;
     let low = k_scale_min(block_byte + 4u, 2u * j) * dm;
@@ -365,7 +365,7 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
     let q1 = weights[w + 1u];
     let h0 = weights[h];
     let h1 = weights[h + 1u];
-    return array<vec4<f32>, RUNS>(
+    return Runs(
         low.x * q5k_values(q0, 0u, h0, 2u * j) - low.y,
         low.x * q5k_values(q1, 0u, h1, 2u * j) - low.y,
         high.x * q5k_values(q0, 4u, h0, 2u * j + 1u) - high.y,
@@ -382,7 +382,6 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
 const BLOCK_LEN = 256u;
 const BLOCK_BYTES = 210u;
 const PARTS = 16u;
-const RUNS = 4u;
 
 fn q6_scale(block_byte: u32, index: u32) -> f32 {
     let byte = block_byte + 192u + index;
@@ -410,7 +409,7 @@ fn run_start(part: u32, run: u32) -> u32 {
     return (part >> 3u) * 128u + run * 32u + (part & 7u) * 4u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
+fn dequant_part(block_byte: u32, part: u32) -> Runs {
     let half_block = part >> 3u;
     let l = (part & 7u) * 4u;
     let qa = word_even(block_byte + half_block * 64u + l);
@@ -418,7 +417,7 @@ fn dequant_part(block_byte: u32, part: u32) -> array<vec4<f32>, RUNS> {
     let qh = word_even(block_byte + 128u + half_block * 32u + l);
     let d = half_at(block_byte + 208u);
     let s = half_block * 8u + (l >> 4u);
-    return array<vec4<f32>, RUNS>(
+    return Runs(
         d * q6_scale(block_byte, s) * q6_values(qa, 0u, qh, 0u),
         d * q6_scale(block_byte, s + 2u) * q6_values(qb, 0u, qh, 1u),
         d * q6_scale(block_byte, s + 4u) * q6_values(qa, 4u, qh, 2u),

@@ -308,13 +308,15 @@ fn unsupported_types_and_shapes_are_errors() {
     let q8_1 = GpuMatrix::upload(&ctx, "q8_1", GgmlType::Q8_1, 32, 2, &vec![0u8; 72]).unwrap();
     let mut ops = OpList::new();
     assert!(record_matvec(&ctx, &mut ops, "q8_1", &q8_1, &buffer, 0, &buffer, 0).is_err());
-    let odd = GpuMatrix::upload(&ctx, "odd", GgmlType::F32, 6, 2, &[0u8; 48]).unwrap();
+    // Plain types are walked in blocks of 16 values.
+    let odd = GpuMatrix::upload(&ctx, "odd", GgmlType::F32, 24, 2, &[0u8; 192]).unwrap();
     assert!(record_matvec(&ctx, &mut ops, "odd", &odd, &buffer, 0, &buffer, 0).is_err());
     let m = TestMatrix::random(GgmlType::Q4_0, 640, 4, 1);
     let w = m.upload(&ctx);
     let small = ctx.zeroed_storage("small", 100);
     assert!(record_matvec(&ctx, &mut ops, "short input", &w, &small, 0, &buffer, 0).is_err());
-    assert!(record_matvec(&ctx, &mut ops, "input offset past end", &w, &buffer, 700, &buffer, 0).is_err());
+    assert!(record_matvec(&ctx, &mut ops, "input offset past end", &w, &buffer, 400, &buffer, 0).is_err());
+    assert!(record_matvec(&ctx, &mut ops, "input offset not a multiple of 4", &w, &buffer, 2, &buffer, 0).is_err());
     let input = ctx.zeroed_storage("input", 10 * 640 * 4);
     assert!(record_matmul(&ctx, &mut ops, "short output", &w, &input, &small, &buffer, 10).is_err());
     assert!(record_matmul(&ctx, &mut ops, "fits", &w, &input, &input, &buffer, 10).is_ok());

@@ -28,7 +28,7 @@ pub const SUPPORTED_TYPES: [GgmlType; 11] = [
 
 /// Threads of a matrix-vector workgroup; they split the blocks of its rows between them.
 const MATVEC_THREADS: u32 = 64;
-/// Rows per matrix-vector workgroup: each thread's slice of x is reused for all of them.
+/// Rows per matrix-vector workgroup (1, 2 or 4): each thread's slice of x is reused for all.
 const MATVEC_ROWS: u32 = 4;
 
 /// Weight rows and tokens per workgroup of the tiled matmul, and the K step of its tiles.
@@ -38,17 +38,23 @@ const TILE_TOKENS: u32 = 32;
 const TILE_K: u32 = 32;
 const TILE_THREADS: u32 = (TILE_ROWS / 4) * (TILE_TOKENS / 4);
 
+/// Values per block as the kernels walk a row: plain types (F32, F16, BF16) in blocks of 16.
+fn kernel_block_len(ty: GgmlType) -> u32 {
+    (ty.block_len() as u32).max(16)
+}
+
 /// The `TYPE_*` define selecting `w`'s section of `quant_formats.wgsl`, after checking the
-/// kernels can walk its rows (plain types are read 4 values at a time).
+/// kernels can walk its rows.
 pub(crate) fn weight_type_define(kernel: &'static str, w: &GpuMatrix) -> Result<Define, KernelError> {
     let ty = w.ggml_type;
     if !SUPPORTED_TYPES.contains(&ty) {
         return Err(KernelError::UnsupportedType { kernel, ty: ty.name() });
     }
-    if w.row_len == 0 || w.row_len % 4 != 0 || w.row_len as usize % ty.block_len() != 0 {
+    let block_len = kernel_block_len(ty);
+    if w.row_len == 0 || w.row_len % block_len != 0 {
         return Err(KernelError::InvalidShape {
             kernel,
-            message: format!("'{}': rows of {} {} values (need a positive multiple of 4 and of the block length)", w.name, w.row_len, ty.name()),
+            message: format!("'{}': rows of {} {} values (need a positive multiple of {block_len})", w.name, w.row_len, ty.name()),
         });
     }
     Ok(Define::flag(&format!("TYPE_{}", ty.name())))
@@ -71,11 +77,6 @@ pub(crate) fn chunk_label(label: &str, w: &GpuMatrix, index: usize) -> String {
     }
 }
 
-/// Values per "block" as the kernels see it: plain types are walked in blocks of 4.
-fn kernel_block_len(ty: GgmlType) -> u32 {
-    (ty.block_len() as u32).max(4)
-}
-
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct MatvecParams {
@@ -87,8 +88,9 @@ struct MatvecParams {
     _pad: [u32; 3],
 }
 
-/// Decode: `y[r] = Σ_k W[r,k]·x[k]` with x f32 `[row_len]` at element `input_offset` of
-/// `input` and y f32 `[rows]` at element `output_offset` of `output`.
+/// Decode: `y[r] = Σ_k W[r,k]·x[k]` with x f32 `[row_len]` at element `input_offset` (a
+/// multiple of 4: x is read as vec4) of `input` and y f32 `[rows]` at element `output_offset`
+/// of `output`.
 #[allow(clippy::too_many_arguments)]
 pub fn record_matvec(
     ctx: &GpuContext,
@@ -104,6 +106,9 @@ pub fn record_matvec(
     let mut defines = vec![weight_type_define(KERNEL, w)?, Define::u32("WG", MATVEC_THREADS), Define::u32("ROWS", MATVEC_ROWS)];
     if ctx.caps.subgroups {
         defines.push(Define::flag("SUBGROUPS"));
+    }
+    if input_offset % 4 != 0 {
+        return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("input offset {input_offset} is not a multiple of 4") });
     }
     check_buffer(KERNEL, "input", input, u64::from(input_offset) + u64::from(w.row_len))?;
     check_buffer(KERNEL, "output", output, u64::from(output_offset) + u64::from(w.rows))?;
