@@ -5,20 +5,28 @@
 //     blocks of 16 values, so their rows must hold a multiple of 16 values.
 //   dequant4(block_byte, k) -> vec4<f32>: values k..k+3 of the block (k % 4 == 0), for the
 //     tiled matmul and the embedding gather.
-//   PARTS, run_start(part, run), dequant_part(block_byte, part) -> Runs: the block split
-//     into PARTS parts of 16 values whose bytes are read as whole words exactly once, for the
-//     matrix-vector kernel where weight reads are the whole cost. A part decodes to 4 runs
-//     of 4 consecutive values; run r starts at value run_start(part, r) of the block.
+//   PARTS, run_start(part, run), part_dot(block_byte, part, xs, x_sums) -> f32: for the
+//     matrix-vector kernel, where weight reads are the whole cost, the block is split into
+//     PARTS parts of 16 values whose bytes are read as whole words exactly once. A part is 4
+//     runs of 4 consecutive values, run r starting at value run_start(part, r) of the block;
+//     part_dot is the dot product of the part with the matching slices of x (`xs`, whose
+//     run sums are `x_sums`), with block scales applied once per run rather than per value.
+// Quants become floats through the exponent trick (bits 0x4b000000 | q are the float
+// 2^23 + q), an integer op and an add where a conversion would run at quarter rate.
 // Results are vectors and structs rather than arrays: a private array indexed by a loop
 // variable can end up in slow local memory.
 // Blocks of 18, 22, 34 and 210 bytes are only 2-byte aligned, hence the *_even readers.
 
-// The 16 values of a part, as 4 runs of 4 consecutive values.
+// The 16 values of x that a part multiplies, as 4 runs of 4 consecutive values.
 struct Runs {
     r0: vec4<f32>,
     r1: vec4<f32>,
     r2: vec4<f32>,
     r3: vec4<f32>,
+}
+
+fn runs_dot(w: Runs, xs: Runs) -> f32 {
+    return dot(w.r0, xs.r0) + dot(w.r1, xs.r1) + dot(w.r2, xs.r2) + dot(w.r3, xs.r3);
 }
 
 // The word at a 4-aligned byte offset.
@@ -63,17 +71,21 @@ fn half_at(byte: u32) -> f32 {
     return unpack2x16float(weights[byte >> 2u] >> ((byte & 2u) * 8u)).x;
 }
 
-// The low (shift 0) or high (shift 4) nibbles of the 4 bytes of `w`.
-fn nibbles(w: u32, shift: u32) -> vec4<f32> {
-    return vec4<f32>(unpack4xU8((w >> shift) & 0x0f0f0f0fu));
+// The 4 unsigned bytes of `w` as floats, each minus `bias` (an integer): exact.
+fn byte_values(w: u32, bias: f32) -> vec4<f32> {
+    return bitcast<vec4<f32>>(unpack4xU8(w) | vec4<u32>(0x4b000000u)) - (8388608.0 + bias);
 }
 
-// Q5_0/Q5_1: 4 values from the nibbles of `low` at `shift`, with bits first..first+3 of
-// `qh` as their fifth bits.
-fn five_bit_values(low: u32, shift: u32, qh: u32, first: u32) -> vec4<f32> {
+// The low (shift 0) or high (shift 4) nibbles of the 4 bytes of `w`, one per byte.
+fn nibbles(w: u32, shift: u32) -> u32 {
+    return (w >> shift) & 0x0f0f0f0fu;
+}
+
+// Q5_0/Q5_1: the nibbles of `low` at `shift` with bits first..first+3 of `qh` as their
+// fifth bits, one 5-bit value per byte.
+fn five_bits(low: u32, shift: u32, qh: u32, first: u32) -> u32 {
     let h = qh >> first;
-    let high = ((h & 1u) << 4u) | ((h & 2u) << 11u) | ((h & 4u) << 18u) | ((h & 8u) << 25u);
-    return vec4<f32>(unpack4xU8(((low >> shift) & 0x0f0f0f0fu) | high));
+    return nibbles(low, shift) | ((h & 1u) << 4u) | ((h & 2u) << 11u) | ((h & 4u) << 18u) | ((h & 8u) << 25u);
 }
 
 #ifdef TYPE_F32
@@ -90,8 +102,8 @@ fn run_start(part: u32, run: u32) -> u32 {
     return run * 4u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> Runs {
-    return Runs(dequant4(block_byte, 0u), dequant4(block_byte, 4u), dequant4(block_byte, 8u), dequant4(block_byte, 12u));
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+    return runs_dot(Runs(dequant4(block_byte, 0u), dequant4(block_byte, 4u), dequant4(block_byte, 8u), dequant4(block_byte, 12u)), xs);
 }
 #endif
 
@@ -110,8 +122,8 @@ fn run_start(part: u32, run: u32) -> u32 {
     return run * 4u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> Runs {
-    return Runs(dequant4(block_byte, 0u), dequant4(block_byte, 4u), dequant4(block_byte, 8u), dequant4(block_byte, 12u));
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+    return runs_dot(Runs(dequant4(block_byte, 0u), dequant4(block_byte, 4u), dequant4(block_byte, 8u), dequant4(block_byte, 12u)), xs);
 }
 #endif
 
@@ -132,34 +144,33 @@ fn run_start(part: u32, run: u32) -> u32 {
     return run * 4u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> Runs {
-    return Runs(dequant4(block_byte, 0u), dequant4(block_byte, 4u), dequant4(block_byte, 8u), dequant4(block_byte, 12u));
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+    return runs_dot(Runs(dequant4(block_byte, 0u), dequant4(block_byte, 4u), dequant4(block_byte, 8u), dequant4(block_byte, 12u)), xs);
 }
 #endif
 
 #ifdef TYPE_Q8_0
-// { f16 d; i8 qs[32]; }: value = d·q.
+// { f16 d; i8 qs[32]; }: value = d·q. Flipping the sign bit turns q into q + 128.
 const BLOCK_LEN = 32u;
 const BLOCK_BYTES = 34u;
 const PARTS = 2u;
 
+fn signed_values(w: u32) -> vec4<f32> {
+    return byte_values(w ^ 0x80808080u, 128.0);
+}
+
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
-    return half_at(block_byte) * vec4<f32>(unpack4xI8(word_even(block_byte + 2u + k)));
+    return half_at(block_byte) * signed_values(word_even(block_byte + 2u + k));
 }
 
 fn run_start(part: u32, run: u32) -> u32 {
     return part * 16u + run * 4u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> Runs {
-    let d = half_at(block_byte);
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let q = words4_even(block_byte + 2u + part * 16u);
-    return Runs(
-        d * vec4<f32>(unpack4xI8(q.x)),
-        d * vec4<f32>(unpack4xI8(q.y)),
-        d * vec4<f32>(unpack4xI8(q.z)),
-        d * vec4<f32>(unpack4xI8(q.w)),
-    );
+    let w = Runs(signed_values(q.x), signed_values(q.y), signed_values(q.z), signed_values(q.w));
+    return half_at(block_byte) * runs_dot(w, xs);
 }
 #endif
 
@@ -172,7 +183,7 @@ const PARTS = 2u;
 
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let q = word_even(block_byte + 2u + (k & 15u));
-    return half_at(block_byte) * (nibbles(q, (k >> 4u) * 4u) - 8.0);
+    return half_at(block_byte) * byte_values(nibbles(q, (k >> 4u) * 4u), 8.0);
 }
 
 // Part p holds bytes 8p..8p+7: values 8p..8p+7 (low nibbles) and 16+8p..16+8p+7 (high).
@@ -180,45 +191,37 @@ fn run_start(part: u32, run: u32) -> u32 {
     return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> Runs {
-    let d = half_at(block_byte);
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let q = words2_even(block_byte + 2u + part * 8u);
-    return Runs(
-        d * (nibbles(q.x, 0u) - 8.0),
-        d * (nibbles(q.y, 0u) - 8.0),
-        d * (nibbles(q.x, 4u) - 8.0),
-        d * (nibbles(q.y, 4u) - 8.0),
-    );
+    let w = Runs(byte_values(nibbles(q.x, 0u), 8.0), byte_values(nibbles(q.y, 0u), 8.0), byte_values(nibbles(q.x, 4u), 8.0), byte_values(nibbles(q.y, 4u), 8.0));
+    return half_at(block_byte) * runs_dot(w, xs);
 }
 #endif
 
 #ifdef TYPE_Q4_1
 // { f16 d; f16 m; u8 qs[16]; }: value = d·nibble + m, nibbles laid out as in Q4_0.
+// 20-byte blocks are word-aligned: (d, m) is one word and the quants follow aligned.
 const BLOCK_LEN = 32u;
 const BLOCK_BYTES = 20u;
 const PARTS = 2u;
 
-// 20-byte blocks are word-aligned: (d, m) is one word and the quants follow aligned.
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let dm = unpack2x16float(word_at(block_byte));
     let q = word_at(block_byte + 4u + (k & 15u));
-    return dm.x * nibbles(q, (k >> 4u) * 4u) + dm.y;
+    return dm.x * byte_values(nibbles(q, (k >> 4u) * 4u), 0.0) + dm.y;
 }
 
 fn run_start(part: u32, run: u32) -> u32 {
     return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> Runs {
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let dm = unpack2x16float(word_at(block_byte));
     let w = (block_byte + 4u + part * 8u) >> 2u;
-    let q = vec2<u32>(weights[w], weights[w + 1u]);
-    return Runs(
-        dm.x * nibbles(q.x, 0u) + dm.y,
-        dm.x * nibbles(q.y, 0u) + dm.y,
-        dm.x * nibbles(q.x, 4u) + dm.y,
-        dm.x * nibbles(q.y, 4u) + dm.y,
-    );
+    let q0 = weights[w];
+    let q1 = weights[w + 1u];
+    let q = Runs(byte_values(nibbles(q0, 0u), 0.0), byte_values(nibbles(q1, 0u), 0.0), byte_values(nibbles(q0, 4u), 0.0), byte_values(nibbles(q1, 4u), 0.0));
+    return dm.x * runs_dot(q, xs) + dm.y * dot(x_sums, vec4<f32>(1.0));
 }
 #endif
 
@@ -232,24 +235,24 @@ const PARTS = 2u;
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let qh = word_even(block_byte + 2u);
     let q = word_even(block_byte + 6u + (k & 15u));
-    return half_at(block_byte) * (five_bit_values(q, (k >> 4u) * 4u, qh, k) - 16.0);
+    return half_at(block_byte) * byte_values(five_bits(q, (k >> 4u) * 4u, qh, k), 16.0);
 }
 
 fn run_start(part: u32, run: u32) -> u32 {
     return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> Runs {
-    let d = half_at(block_byte);
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let qh = word_even(block_byte + 2u);
     let q = words2_even(block_byte + 6u + part * 8u);
     let first = part * 8u;
-    return Runs(
-        d * (five_bit_values(q.x, 0u, qh, first) - 16.0),
-        d * (five_bit_values(q.y, 0u, qh, first + 4u) - 16.0),
-        d * (five_bit_values(q.x, 4u, qh, first + 16u) - 16.0),
-        d * (five_bit_values(q.y, 4u, qh, first + 20u) - 16.0),
+    let w = Runs(
+        byte_values(five_bits(q.x, 0u, qh, first), 16.0),
+        byte_values(five_bits(q.y, 0u, qh, first + 4u), 16.0),
+        byte_values(five_bits(q.x, 4u, qh, first + 16u), 16.0),
+        byte_values(five_bits(q.y, 4u, qh, first + 20u), 16.0),
     );
+    return half_at(block_byte) * runs_dot(w, xs);
 }
 #endif
 
@@ -264,26 +267,27 @@ fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let dm = unpack2x16float(word_at(block_byte));
     let qh = word_at(block_byte + 4u);
     let q = word_at(block_byte + 8u + (k & 15u));
-    return dm.x * five_bit_values(q, (k >> 4u) * 4u, qh, k) + dm.y;
+    return dm.x * byte_values(five_bits(q, (k >> 4u) * 4u, qh, k), 0.0) + dm.y;
 }
 
 fn run_start(part: u32, run: u32) -> u32 {
     return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> Runs {
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let dm = unpack2x16float(word_at(block_byte));
     let qh = word_at(block_byte + 4u);
     let w = (block_byte + 8u + part * 8u) >> 2u;
     let q0 = weights[w];
     let q1 = weights[w + 1u];
     let first = part * 8u;
-    return Runs(
-        dm.x * five_bit_values(q0, 0u, qh, first) + dm.y,
-        dm.x * five_bit_values(q1, 0u, qh, first + 4u) + dm.y,
-        dm.x * five_bit_values(q0, 4u, qh, first + 16u) + dm.y,
-        dm.x * five_bit_values(q1, 4u, qh, first + 20u) + dm.y,
+    let q = Runs(
+        byte_values(five_bits(q0, 0u, qh, first), 0.0),
+        byte_values(five_bits(q1, 0u, qh, first + 4u), 0.0),
+        byte_values(five_bits(q0, 4u, qh, first + 16u), 0.0),
+        byte_values(five_bits(q1, 4u, qh, first + 20u), 0.0),
     );
+    return dm.x * runs_dot(q, xs) + dm.y * dot(x_sums, vec4<f32>(1.0));
 }
 #endif
 
@@ -299,18 +303,18 @@ const PARTS = 16u;
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let dm = unpack2x16float(word_at(block_byte));
     let sub_block = k >> 5u;
-    let sm = k_scale_min(block_byte + 4u, sub_block);
+    let sm = k_scale_min(block_byte + 4u, sub_block) * dm;
     let q = word_at(block_byte + 16u + (k >> 6u) * 32u + (k & 31u));
-    return dm.x * sm.x * nibbles(q, (sub_block & 1u) * 4u) - dm.y * sm.y;
+    return sm.x * byte_values(nibbles(q, (sub_block & 1u) * 4u), 0.0) - sm.y;
 }
 
-// Part p holds qs bytes 32j+8i..32j+8i+7 (j = p/4, i = p%4): values 64j+8i.. (low nibbles)
-// and 64j+32+8i.. (high nibbles).
+// Part p holds qs bytes 32j+8i..32j+8i+7 (j = p/4, i = p%4): values 64j+8i.. (low nibbles,
+// sub-block 2j) and 64j+32+8i.. (high nibbles, sub-block 2j+1).
 fn run_start(part: u32, run: u32) -> u32 {
     return (part >> 2u) * 64u + (part & 3u) * 8u + (run & 1u) * 4u + (run >> 1u) * 32u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> Runs {
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let dm = unpack2x16float(word_at(block_byte));
     let j = part >> 2u;
     let low = k_scale_min(block_byte + 4u, 2u * j) * dm;
@@ -318,12 +322,9 @@ fn dequant_part(block_byte: u32, part: u32) -> Runs {
     let w = (block_byte + 16u + j * 32u + (part & 3u) * 8u) >> 2u;
     let q0 = weights[w];
     let q1 = weights[w + 1u];
-    return Runs(
-        low.x * nibbles(q0, 0u) - low.y,
-        low.x * nibbles(q1, 0u) - low.y,
-        high.x * nibbles(q0, 4u) - high.y,
-        high.x * nibbles(q1, 4u) - high.y,
-    );
+    let low_dot = dot(byte_values(nibbles(q0, 0u), 0.0), xs.r0) + dot(byte_values(nibbles(q1, 0u), 0.0), xs.r1);
+    let high_dot = dot(byte_values(nibbles(q0, 4u), 0.0), xs.r2) + dot(byte_values(nibbles(q1, 4u), 0.0), xs.r3);
+    return low.x * low_dot - low.y * (x_sums.x + x_sums.y) + high.x * high_dot - high.y * (x_sums.z + x_sums.w);
 }
 #endif
 
@@ -335,18 +336,18 @@ const BLOCK_LEN = 256u;
 const BLOCK_BYTES = 176u;
 const PARTS = 16u;
 
-fn q5k_values(low: u32, shift: u32, qh: u32, sub_block: u32) -> vec4<f32> {
-    let q = ((low >> shift) & 0x0f0f0f0fu) | (((qh >> sub_block) & 0x01010101u) << 4u);
-    return vec4<f32>(unpack4xU8(q));
+// The nibbles of `low` at `shift` with bit `sub_block` of each byte of `qh` as fifth bits.
+fn q5k_bits(low: u32, shift: u32, qh: u32, sub_block: u32) -> u32 {
+    return nibbles(low, shift) | (((qh >> sub_block) & 0x01010101u) << 4u);
 }
 
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let dm = unpack2x16float(word_at(block_byte));
     let sub_block = k >> 5u;
-    let sm = k_scale_min(block_byte + 4u, sub_block);
+    let sm = k_scale_min(block_byte + 4u, sub_block) * dm;
     let q = word_at(block_byte + 48u + (k >> 6u) * 32u + (k & 31u));
     let qh = word_at(block_byte + 16u + (k & 31u));
-    return dm.x * sm.x * q5k_values(q, (sub_block & 1u) * 4u, qh, sub_block) - dm.y * sm.y;
+    return sm.x * byte_values(q5k_bits(q, (sub_block & 1u) * 4u, qh, sub_block), 0.0) - sm.y;
 }
 
 // Parts as in Q4_K, plus qh bytes 8i..8i+7.
@@ -354,7 +355,7 @@ fn run_start(part: u32, run: u32) -> u32 {
     return (part >> 2u) * 64u + (part & 3u) * 8u + (run & 1u) * 4u + (run >> 1u) * 32u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> Runs {
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let dm = unpack2x16float(word_at(block_byte));
     let j = part >> 2u;
     let low = k_scale_min(block_byte + 4u, 2u * j) * dm;
@@ -365,12 +366,9 @@ fn dequant_part(block_byte: u32, part: u32) -> Runs {
     let q1 = weights[w + 1u];
     let h0 = weights[h];
     let h1 = weights[h + 1u];
-    return Runs(
-        low.x * q5k_values(q0, 0u, h0, 2u * j) - low.y,
-        low.x * q5k_values(q1, 0u, h1, 2u * j) - low.y,
-        high.x * q5k_values(q0, 4u, h0, 2u * j + 1u) - high.y,
-        high.x * q5k_values(q1, 4u, h1, 2u * j + 1u) - high.y,
-    );
+    let low_dot = dot(byte_values(q5k_bits(q0, 0u, h0, 2u * j), 0.0), xs.r0) + dot(byte_values(q5k_bits(q1, 0u, h1, 2u * j), 0.0), xs.r1);
+    let high_dot = dot(byte_values(q5k_bits(q0, 4u, h0, 2u * j + 1u), 0.0), xs.r2) + dot(byte_values(q5k_bits(q1, 4u, h1, 2u * j + 1u), 0.0), xs.r3);
+    return low.x * low_dot - low.y * (x_sums.x + x_sums.y) + high.x * high_dot - high.y * (x_sums.z + x_sums.w);
 }
 #endif
 
@@ -389,9 +387,10 @@ fn q6_scale(block_byte: u32, index: u32) -> f32 {
     return f32(bitcast<i32>(b << 24u) >> 24u);
 }
 
+// Values of quadrant `quadrant` from the nibbles of `low` at `shift` and the 2-bit fields
+// of `qh`, centred on zero.
 fn q6_values(low: u32, shift: u32, qh: u32, quadrant: u32) -> vec4<f32> {
-    let q = ((low >> shift) & 0x0f0f0f0fu) | (((qh >> (2u * quadrant)) & 0x03030303u) << 4u);
-    return vec4<f32>(unpack4xU8(q)) - 32.0;
+    return byte_values(nibbles(low, shift) | (((qh >> (2u * quadrant)) & 0x03030303u) << 4u), 32.0);
 }
 
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
@@ -409,19 +408,17 @@ fn run_start(part: u32, run: u32) -> u32 {
     return (part >> 3u) * 128u + run * 32u + (part & 7u) * 4u;
 }
 
-fn dequant_part(block_byte: u32, part: u32) -> Runs {
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let half_block = part >> 3u;
     let l = (part & 7u) * 4u;
     let qa = word_even(block_byte + half_block * 64u + l);
     let qb = word_even(block_byte + half_block * 64u + 32u + l);
     let qh = word_even(block_byte + 128u + half_block * 32u + l);
-    let d = half_at(block_byte + 208u);
     let s = half_block * 8u + (l >> 4u);
-    return Runs(
-        d * q6_scale(block_byte, s) * q6_values(qa, 0u, qh, 0u),
-        d * q6_scale(block_byte, s + 2u) * q6_values(qb, 0u, qh, 1u),
-        d * q6_scale(block_byte, s + 4u) * q6_values(qa, 4u, qh, 2u),
-        d * q6_scale(block_byte, s + 6u) * q6_values(qb, 4u, qh, 3u),
-    );
+    let sum = q6_scale(block_byte, s) * dot(q6_values(qa, 0u, qh, 0u), xs.r0)
+        + q6_scale(block_byte, s + 2u) * dot(q6_values(qb, 0u, qh, 1u), xs.r1)
+        + q6_scale(block_byte, s + 4u) * dot(q6_values(qa, 4u, qh, 2u), xs.r2)
+        + q6_scale(block_byte, s + 6u) * dot(q6_values(qb, 4u, qh, 3u), xs.r3);
+    return half_at(block_byte + 208u) * sum;
 }
 #endif

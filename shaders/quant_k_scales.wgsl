@@ -3,15 +3,15 @@
 // 4 bits come from the nibbles of bytes[s+4], the high 2 bits from the top bits of
 // bytes[s-4] (scale) and bytes[s] (min).
 
-// (scale, min) of `sub_block` from the 12 bytes at the 4-aligned `scales_byte`.
+// (scale, min) of `sub_block` from the 12 bytes at the 4-aligned `scales_byte`. Branch-free:
+// neighbouring threads decode sub-blocks on both sides of 4.
 fn k_scale_min(scales_byte: u32, sub_block: u32) -> vec2<f32> {
     let w = scales_byte >> 2u;
     let shift = (sub_block & 3u) * 8u;
     let b0 = (weights[w] >> shift) & 0xffu;
     let b1 = (weights[w + 1u] >> shift) & 0xffu;
-    if (sub_block < 4u) {
-        return vec2<f32>(f32(b0 & 63u), f32(b1 & 63u));
-    }
     let b2 = (weights[w + 2u] >> shift) & 0xffu;
-    return vec2<f32>(f32((b2 & 15u) | ((b0 >> 6u) << 4u)), f32((b2 >> 4u) | ((b1 >> 6u) << 4u)));
+    let first = vec2<u32>(b0 & 63u, b1 & 63u);
+    let second = vec2<u32>((b2 & 15u) | ((b0 >> 6u) << 4u), (b2 >> 4u) | ((b1 >> 6u) << 4u));
+    return vec2<f32>(select(second, first, sub_block < 4u));
 }

@@ -146,7 +146,8 @@ fn matvec_every_type(ctx: &GpuContext) {
     for ty in SUPPORTED_TYPES {
         let mut worst = 0.0f64;
         for row_len in row_lens(ty) {
-            for rows in [3, 97, 1000] {
+            // The larger counts take the kernel's 2- and 4-rows-per-workgroup shapes.
+            for rows in [3, 97, 1000, 2051, 4099] {
                 let m = TestMatrix::random(ty, row_len, rows, (row_len * rows) as u64);
                 let label = format!("matvec {} {rows}x{row_len}", ty.name());
                 match check_matvec(ctx, &label, &m, &m.upload(ctx)) {

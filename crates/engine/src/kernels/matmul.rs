@@ -26,15 +26,30 @@ pub const SUPPORTED_TYPES: [GgmlType; 11] = [
     GgmlType::Q6_K,
 ];
 
-/// Threads of a matrix-vector workgroup; they split the blocks of its rows between them.
-const MATVEC_THREADS: u32 = 64;
-/// Rows per matrix-vector workgroup (1, 2 or 4): each thread's slice of x is reused for all.
-const MATVEC_ROWS: u32 = 4;
+/// Threads and rows (1, 2 or 4) of a matrix-vector workgroup: its threads split the blocks of
+/// its rows between them, each reusing its slice of x for all rows. Measured on an H100:
+/// 128 threads once a row has 128 parts or more (64 leaves none idle on short rows), and
+/// fewer rows per workgroup for small matrices so they still spread over every SM.
+fn matvec_shape(parts_per_row: u32, rows: u32) -> (u32, u32) {
+    let threads = if parts_per_row >= 128 { 128 } else { 64 };
+    let rows_per_workgroup = match rows {
+        4096.. => 4,
+        2048.. => 2,
+        _ => 1,
+    };
+    (threads, rows_per_workgroup)
+}
+
+/// Parts per block in the matrix-vector kernel: each part is 16 values (quant_formats.wgsl).
+fn parts_per_block(ty: GgmlType) -> u32 {
+    kernel_block_len(ty) / 16
+}
 
 /// Weight rows and tokens per workgroup of the tiled matmul, and the K step of its tiles.
-/// Every thread computes 4 rows × 4 tokens.
+/// Every thread computes 4 rows × 4 tokens; the two tiles fill 16 KiB of shared memory (the
+/// WebGPU minimum). 64 × 64 was the fastest of the shapes tried on an H100.
 const TILE_ROWS: u32 = 64;
-const TILE_TOKENS: u32 = 32;
+const TILE_TOKENS: u32 = 64;
 const TILE_K: u32 = 32;
 const TILE_THREADS: u32 = (TILE_ROWS / 4) * (TILE_TOKENS / 4);
 
@@ -103,16 +118,18 @@ pub fn record_matvec(
     output_offset: u32,
 ) -> Result<(), KernelError> {
     const KERNEL: &str = "matvec";
-    let mut defines = vec![weight_type_define(KERNEL, w)?, Define::u32("WG", MATVEC_THREADS), Define::u32("ROWS", MATVEC_ROWS)];
-    if ctx.caps.subgroups {
-        defines.push(Define::flag("SUBGROUPS"));
-    }
+    let type_define = weight_type_define(KERNEL, w)?;
     if input_offset % 4 != 0 {
         return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("input offset {input_offset} is not a multiple of 4") });
     }
     check_buffer(KERNEL, "input", input, u64::from(input_offset) + u64::from(w.row_len))?;
     check_buffer(KERNEL, "output", output, u64::from(output_offset) + u64::from(w.rows))?;
     let blocks_per_row = w.row_len / kernel_block_len(w.ggml_type);
+    let (threads, rows_per_workgroup) = matvec_shape(blocks_per_row * parts_per_block(w.ggml_type), w.rows);
+    let mut defines = vec![type_define, Define::u32("WG", threads), Define::u32("ROWS", rows_per_workgroup)];
+    if ctx.caps.subgroups {
+        defines.push(Define::flag("SUBGROUPS"));
+    }
     for (index, chunk) in w.chunks.iter().enumerate() {
         let label = chunk_label(label, w, index);
         let params = ctx.uniform_buffer(&label, &MatvecParams {
@@ -123,7 +140,7 @@ pub fn record_matvec(
             output_offset: output_offset + chunk.first_row,
             _pad: [0; 3],
         });
-        let workgroups = Workgroups::Fixed(grid(chunk.rows.div_ceil(MATVEC_ROWS), ctx.caps.max_workgroups_per_dimension));
+        let workgroups = Workgroups::Fixed(grid(chunk.rows.div_ceil(rows_per_workgroup), ctx.caps.max_workgroups_per_dimension));
         ops.push(make_dispatch(ctx, &label, "matmul_vector.wgsl", "main", &defines, &[&chunk.buffer, input, output, &params], workgroups)?);
     }
     Ok(())
