@@ -9,6 +9,7 @@ pub mod embedding;
 pub mod matmul;
 pub mod norm;
 pub mod rope;
+pub mod sampling;
 
 /// Why a kernel could not be recorded.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,227 @@
+use bytemuck::{Pod, Zeroable};
+
+use super::params::{SamplingParams, MAX_CANDIDATES};
+use crate::{
+    gpu::{grid, Define, GpuContext, GpuError, OpList, Workgroups},
+    kernels::{make_dispatch, KernelError},
+};
+
+/// Threads per workgroup of the sampling kernels.
+const WORKGROUP_SIZE: u32 = 256;
+/// Tokens per workgroup of the first pass, and entries per workgroup of a merge round.
+const SLICE: u32 = 1024;
+/// The largest penalty history and sampled-token ring a sampler accepts (4 MiB each).
+pub const MAX_HISTORY_CAPACITY: u32 = 1 << 20;
+/// The most stop tokens a sampler accepts.
+pub const MAX_STOP_TOKENS: usize = 1024;
+
+const KERNEL: &str = "sampling";
+
+/// `SamplerLayout` of sampling_common.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct SamplerLayout {
+    vocab: u32,
+    logits_offset: u32,
+    history_capacity: u32,
+    stop_count: u32,
+    slices: u32,
+    _pad: [u32; 3],
+}
+
+/// `MergeRound` of sampling_merge.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct MergeRound {
+    count: u32,
+    _pad: [u32; 3],
+}
+
+/// Byte offsets of `SamplerState` (sampling_common.wgsl) fields.
+const STATE_HISTORY_BASE: u64 = 0;
+const STATE_KEPT: u64 = 8;
+
+/// A candidate merge round: how many entries it reads, and its uniform.
+struct MergeStep {
+    count: u32,
+    uniform: wgpu::Buffer,
+}
+
+/// Turns a row of logits into the next token on the GPU. Every buffer is allocated here, so a
+/// step allocates nothing; parameters and history change with queue writes between steps.
+pub struct GpuSampler {
+    vocab_size: u32,
+    history_capacity: u32,
+    stop_count: u32,
+    slices: u32,
+    params: wgpu::Buffer,
+    /// `SamplerState`: history base, chosen token, kept-candidate count.
+    state: wgpu::Buffer,
+    /// Ring of the latest tokens (prompt tail, then generated) for the repetition penalty.
+    history: wgpu::Buffer,
+    /// Ring of the sampled tokens, slot = step.generated % history_capacity.
+    sampled: wgpu::Buffer,
+    stop_tokens: wgpu::Buffer,
+    /// One `Partial` per slice.
+    partials: wgpu::Buffer,
+    /// Ping-pong candidate lists of the first pass and the merge rounds.
+    candidates: [wgpu::Buffer; 2],
+    merges: Vec<MergeStep>,
+    /// The last candidate-mode draw's candidates and probabilities.
+    kept: wgpu::Buffer,
+}
+
+fn invalid(message: String) -> KernelError {
+    KernelError::InvalidShape { kernel: KERNEL, message }
+}
+
+/// Entry counts of the merge rounds after a first pass of `slices` lists: each round turns
+/// every SLICE entries into MAX_CANDIDATES, until one list is left.
+fn merge_round_counts(slices: u32) -> Vec<u32> {
+    let mut counts = Vec::new();
+    let mut lists = slices;
+    while lists > 1 {
+        let count = lists * MAX_CANDIDATES;
+        counts.push(count);
+        lists = count.div_ceil(SLICE);
+    }
+    counts
+}
+
+impl GpuSampler {
+    /// A sampler for `vocab_size` logits. `history_capacity` sizes both the penalty history
+    /// (so it caps `repeat_last_n`) and the sampled-token ring.
+    pub fn new(ctx: &GpuContext, vocab_size: u32, stop_token_ids: &[u32], history_capacity: u32) -> Result<Self, KernelError> {
+        if vocab_size == 0 || u64::from(vocab_size) * 4 > ctx.caps.max_storage_binding {
+            return Err(invalid(format!("vocabulary of {vocab_size} tokens: must be 1 to {} (the storage binding limit)", ctx.caps.max_storage_binding / 4)));
+        }
+        if history_capacity == 0 || history_capacity > MAX_HISTORY_CAPACITY {
+            return Err(invalid(format!("history capacity {history_capacity}: must be 1 to {MAX_HISTORY_CAPACITY}")));
+        }
+        if stop_token_ids.len() > MAX_STOP_TOKENS {
+            return Err(invalid(format!("{} stop tokens: at most {MAX_STOP_TOKENS}", stop_token_ids.len())));
+        }
+        let slices = vocab_size.div_ceil(SLICE);
+        let candidate_bytes = u64::from(slices) * u64::from(MAX_CANDIDATES) * 8;
+        let stop_tokens: &[u32] = if stop_token_ids.is_empty() { &[0] } else { stop_token_ids };
+        let initial = SamplingParams::greedy().uniform(vocab_size, history_capacity);
+        Ok(Self {
+            vocab_size,
+            history_capacity,
+            stop_count: stop_token_ids.len() as u32,
+            slices,
+            params: ctx.uniform_buffer("sampling params", &initial),
+            state: ctx.zeroed_storage("sampler state", 16),
+            history: ctx.zeroed_storage("sampling history", u64::from(history_capacity) * 4),
+            sampled: ctx.zeroed_storage("sampled tokens", u64::from(history_capacity) * 4),
+            stop_tokens: ctx.storage_buffer("stop tokens", bytemuck::cast_slice(stop_tokens)),
+            partials: ctx.zeroed_storage("sampling partials", u64::from(slices) * 16),
+            candidates: [ctx.zeroed_storage("sampling candidates a", candidate_bytes), ctx.zeroed_storage("sampling candidates b", candidate_bytes)],
+            merges: merge_round_counts(slices)
+                .into_iter()
+                .map(|count| MergeStep { count, uniform: ctx.uniform_buffer("sampling merge round", &MergeRound { count, _pad: [0; 3] }) })
+                .collect(),
+            kept: ctx.zeroed_storage("kept candidates", u64::from(MAX_CANDIDATES) * 8),
+        })
+    }
+
+    pub fn vocab_size(&self) -> u32 {
+        self.vocab_size
+    }
+
+    pub fn history_capacity(&self) -> u32 {
+        self.history_capacity
+    }
+
+    fn defines(ctx: &GpuContext) -> Vec<Define> {
+        let mut defines = vec![Define::u32("WG", WORKGROUP_SIZE), Define::u32("SLICE", SLICE), Define::u32("CANDIDATES", MAX_CANDIDATES)];
+        if ctx.caps.subgroups {
+            defines.push(Define::flag("SUBGROUPS"));
+        }
+        defines
+    }
+
+    /// Records the kernels that turn `logits` (f32 [vocab] at element offset `logits_offset`)
+    /// into one token id, then the "finish step" kernel: the token goes to `next_tokens[0]`
+    /// (the next step's input), the sampled-token ring and the penalty history; a stop token
+    /// sets `step.stopped`; the step advances (`pos += n_tokens; n_tokens = 1; generated += 1`).
+    pub fn record(&self, ctx: &GpuContext, ops: &mut OpList, logits: &wgpu::Buffer, logits_offset: u32, next_tokens: &wgpu::Buffer, step: &wgpu::Buffer) -> Result<(), KernelError> {
+        let logits_end = (u64::from(logits_offset) + u64::from(self.vocab_size)) * 4;
+        if logits.size() < logits_end {
+            return Err(invalid(format!("logits buffer of {} bytes ends before the {} logits at offset {logits_offset}", logits.size(), self.vocab_size)));
+        }
+        if logits.size() > ctx.caps.max_storage_binding {
+            return Err(invalid(format!("logits buffer of {} bytes exceeds the storage binding limit {}", logits.size(), ctx.caps.max_storage_binding)));
+        }
+        if next_tokens.size() < 4 || step.size() < 16 {
+            return Err(invalid(format!("next-token buffer of {} bytes (needs 4) or step buffer of {} bytes (needs 16)", next_tokens.size(), step.size())));
+        }
+        let layout = ctx.uniform_buffer(
+            "sampler layout",
+            &SamplerLayout { vocab: self.vocab_size, logits_offset, history_capacity: self.history_capacity, stop_count: self.stop_count, slices: self.slices, _pad: [0; 3] },
+        );
+        let defines = Self::defines(ctx);
+        let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
+        let slices_buffers = [logits, &self.history, &self.state, step, &self.partials, &self.candidates[0], &self.params, &layout];
+        ops.push(make_dispatch(ctx, "sampling slices", "sampling_slices.wgsl", "main", &defines, &slices_buffers, Workgroups::Fixed(grid(self.slices, max_per_dimension)))?);
+        for (round, merge) in self.merges.iter().enumerate() {
+            let buffers = [&self.candidates[round % 2], &self.candidates[(round + 1) % 2], &self.params, &merge.uniform];
+            let groups = merge.count.div_ceil(SLICE);
+            ops.push(make_dispatch(ctx, "sampling merge", "sampling_merge.wgsl", "main", &defines, &buffers, Workgroups::Fixed(grid(groups, max_per_dimension)))?);
+        }
+        let final_candidates = &self.candidates[self.merges.len() % 2];
+        let select_buffers = [logits, &self.history, &self.state, step, &self.partials, final_candidates, &self.kept, &self.params, &layout];
+        ops.push(make_dispatch(ctx, "sampling select", "sampling_select.wgsl", "main", &defines, &select_buffers, Workgroups::Fixed([1, 1, 1]))?);
+        let finish_buffers = [&self.state, &self.stop_tokens, step, next_tokens, &self.sampled, &self.history, &layout];
+        ops.push(make_dispatch(ctx, "sampling finish", "sampling_finish.wgsl", "main", &defines, &finish_buffers, Workgroups::Fixed([1, 1, 1]))?);
+        Ok(())
+    }
+
+    /// Sets the parameters of the following steps (a uniform write, ordered before the next submit).
+    pub fn set_params(&self, queue: &wgpu::Queue, params: &SamplingParams) {
+        queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params.uniform(self.vocab_size, self.history_capacity)));
+    }
+
+    /// Starts the penalty history with the prompt's last tokens (as llama.cpp, which accepts
+    /// the prompt into its penalty window); the generated tokens follow them.
+    pub fn reset_history(&self, queue: &wgpu::Queue, prompt_tokens: &[u32]) {
+        let tail = &prompt_tokens[prompt_tokens.len().saturating_sub(self.history_capacity as usize)..];
+        if !tail.is_empty() {
+            queue.write_buffer(&self.history, 0, bytemuck::cast_slice(tail));
+        }
+        queue.write_buffer(&self.state, STATE_HISTORY_BASE, bytemuck::bytes_of(&(tail.len() as u32)));
+    }
+
+    /// Ring of the tokens sampled so far: the token of the step with `step.generated == g` is
+    /// at u32 index `g % history_capacity`, so several GPU-resident steps can be read back at once.
+    pub fn sampled_tokens_buffer(&self) -> &wgpu::Buffer {
+        &self.sampled
+    }
+
+    /// The tokens the last step drew among, best first, with their final probabilities (after
+    /// top-k, top-p, min-p and temperature). Empty when that step was greedy or sampled the full
+    /// distribution. Reads back and waits: for inspection and tests, not for generation.
+    pub fn last_candidates(&self, ctx: &GpuContext) -> Result<Vec<(u32, f32)>, GpuError> {
+        let state = ctx.read_buffer(&self.state, STATE_KEPT, 4)?;
+        let count = u32::from_le_bytes(state[..4].try_into().expect("4 bytes read back")).min(MAX_CANDIDATES);
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let kept = ctx.read_buffer(&self.kept, 0, u64::from(count) * 8)?;
+        Ok(kept.chunks_exact(8).map(|c| (u32::from_le_bytes(c[4..8].try_into().unwrap()), f32::from_le_bytes(c[0..4].try_into().unwrap()))).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_rounds_reduce_to_one_list() {
+        assert_eq!(merge_round_counts(1), Vec::<u32>::new());
+        assert_eq!(merge_round_counts(2), vec![512]);
+        assert_eq!(merge_round_counts(5), vec![1280, 512]);
+        // Gemma's 262,144 tokens.
+        assert_eq!(merge_round_counts(256), vec![65536, 16384, 4096, 1024]);
+    }
+}
