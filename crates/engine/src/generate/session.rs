@@ -9,7 +9,10 @@ use super::{
 };
 use crate::{
     gpu::{map_and_read, KernelProfiler, KernelTiming, OpList},
-    kernels::sampling::{GpuSampler, SamplingParams},
+    kernels::{
+        matmul::record_matmul,
+        sampling::{GpuSampler, SamplingParams},
+    },
     model::ForwardGraph,
     tokenizer::{encode_chat, ChatMessage, StreamDecoder},
 };
@@ -79,6 +82,8 @@ pub struct Session {
     profiler: Option<KernelProfiler>,
     last_timings: Vec<KernelTiming>,
     steps_per_submit: usize,
+    /// Created on the first perplexity evaluation.
+    row_logits: Option<RowLogits>,
 }
 
 /// Decode steps queued in one submit at most (the readback buffer holds one id per step).
@@ -99,7 +104,7 @@ impl Session {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        Ok(Session { model, graph, sampler, cached: Vec::new(), readback, profiler: None, last_timings: Vec::new(), steps_per_submit: 1 })
+        Ok(Session { model, graph, sampler, cached: Vec::new(), readback, profiler: None, last_timings: Vec::new(), steps_per_submit: 1, row_logits: None })
     }
 
     pub fn model(&self) -> &Arc<LoadedModel> {
@@ -333,18 +338,51 @@ impl Session {
         self.reset();
         self.prefill(tokens)?;
         let ctx = self.model.ctx.clone();
-        let hidden = u64::from(self.model.config.hidden) * 4;
+        if self.row_logits.is_none() {
+            self.row_logits = Some(RowLogits::new(&ctx, &self.model)?);
+        }
+        let rows = self.row_logits.as_ref().expect("just created");
+        let hidden_bytes = u64::from(self.model.config.hidden) * 4;
         let vocab = self.model.config.vocab_size as usize;
-        let mut nlls = Vec::new();
-        for position in first_scored.max(1)..tokens.len() {
-            let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("lm head row") });
-            encoder.copy_buffer_to_buffer(&self.graph.acts.normed, (position as u64 - 1) * hidden, &self.graph.acts.last_normed, 0, hidden);
-            self.graph.lm_head.encode(&mut encoder, 1, None);
+        let positions: Vec<usize> = (first_scored.max(1)..tokens.len()).collect();
+        let mut nlls = Vec::with_capacity(positions.len());
+        for group in positions.chunks(rows.capacity as usize) {
+            // Row p - 1 of the final-normed hidden states predicts token p.
+            let first_row = group[0] as u64 - 1;
+            let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("lm head rows") });
+            encoder.copy_buffer_to_buffer(&self.graph.acts.normed, first_row * hidden_bytes, &rows.input, 0, group.len() as u64 * hidden_bytes);
+            ctx.queue.write_buffer(&rows.step, 0, bytemuck::cast_slice(&[0u32, group.len() as u32, 0, 0]));
+            rows.ops.encode(&mut encoder, group.len() as u32, None);
             ctx.queue.submit([encoder.finish()]);
-            let logits = ctx.read_f32(&self.graph.acts.logits, vocab)?;
-            nlls.push(negative_log_likelihood(&logits, tokens[position] as usize));
+            let logits = ctx.read_f32(&rows.logits, group.len() * vocab)?;
+            for (row, &position) in group.iter().enumerate() {
+                nlls.push(negative_log_likelihood(&logits[row * vocab..(row + 1) * vocab], tokens[position] as usize));
+            }
         }
         Ok(nlls)
+    }
+}
+
+/// The LM head as a batched matmul over several rows at once, for scoring every position of
+/// a prefill batch (perplexity) without one pass over the vocabulary per row.
+struct RowLogits {
+    capacity: u32,
+    step: wgpu::Buffer,
+    input: wgpu::Buffer,
+    logits: wgpu::Buffer,
+    ops: OpList,
+}
+
+impl RowLogits {
+    fn new(ctx: &crate::gpu::GpuContext, model: &LoadedModel) -> Result<RowLogits, GenerateError> {
+        let vocab_bytes = u64::from(model.config.vocab_size) * 4;
+        let capacity = (ctx.caps.max_storage_binding / vocab_bytes).clamp(1, 32) as u32;
+        let step = ctx.zeroed_storage("row logits step", 16);
+        let input = ctx.zeroed_storage("row logits input", u64::from(capacity) * u64::from(model.config.hidden) * 4);
+        let logits = ctx.zeroed_storage("row logits", u64::from(capacity) * vocab_bytes);
+        let mut ops = OpList::new();
+        record_matmul(ctx, &mut ops, "lm head rows", model.weights.lm_head(), &input, &logits, &step, capacity)?;
+        Ok(RowLogits { capacity, step, input, logits, ops })
     }
 }
 

@@ -103,8 +103,6 @@ pub struct ForwardGraph {
     pub context_len: u32,
     pub prefill: OpList,
     pub decode: OpList,
-    /// The LM head alone, over `acts.last_normed`: logits for any row of a prefill batch.
-    pub lm_head: OpList,
 }
 
 /// Kernels appended to both the prefill and the decode step (the sampler).
@@ -124,7 +122,7 @@ impl ForwardGraph {
         let rope_global = RopeTable::new(ctx, config.rope_theta, config.rope_dim, context_len, config.rope_scale);
         let rope_local = (config.architecture == Architecture::Gemma3).then(|| RopeTable::new(ctx, config.rope_theta_local, config.rope_dim, context_len, 1.0));
         let tables = RopeTables { global: &rope_global, local: rope_local.as_ref() };
-        let mut graph = ForwardGraph { acts, caches, context_len, prefill: OpList::new(), decode: OpList::new(), lm_head: OpList::new() };
+        let mut graph = ForwardGraph { acts, caches, context_len, prefill: OpList::new(), decode: OpList::new() };
         for mode in [ForwardMode::Prefill, ForwardMode::Decode] {
             let mut ops = graph.record(ctx, config, weights, &tables, mode)?;
             tail(&mut ops, &graph.acts)?;
@@ -133,7 +131,6 @@ impl ForwardGraph {
                 ForwardMode::Decode => graph.decode = ops,
             }
         }
-        record_matvec(ctx, &mut graph.lm_head, "lm head", weights.lm_head(), &graph.acts.last_normed, 0, &graph.acts.logits, 0)?;
         Ok(graph)
     }
 
