@@ -106,7 +106,7 @@ fn compare(label: &str, actual: &[f32], expected: &[(f64, f64)]) -> Result<f64, 
     for (i, (&a, &(e, magnitude))) in actual.iter().zip(expected).enumerate() {
         let error = (f64::from(a) - e).abs();
         let tolerance = RELATIVE_TOLERANCE * magnitude + ABSOLUTE_TOLERANCE;
-        if !(error <= tolerance) {
+        if error.is_nan() || error > tolerance {
             return Err(format!("{label}[{i}]: got {a}, expected {e} (error {error:e}, tolerance {tolerance:e})"));
         }
         worst = worst.max(error / magnitude.max(1e-30));
@@ -306,7 +306,7 @@ fn embedding_gathers_across_chunks_and_zeroes_ids_past_the_table() {
 fn unsupported_types_and_shapes_are_errors() {
     let ctx = gpu(GpuOptions::default());
     let buffer = ctx.zeroed_storage("x", 4096);
-    let q8_1 = GpuMatrix::upload(&ctx, "q8_1", GgmlType::Q8_1, 32, 2, &vec![0u8; 72]).unwrap();
+    let q8_1 = GpuMatrix::upload(&ctx, "q8_1", GgmlType::Q8_1, 32, 2, &[0u8; 72]).unwrap();
     let mut ops = OpList::new();
     assert!(record_matvec(&ctx, &mut ops, "q8_1", &q8_1, &buffer, 0, &buffer, 0).is_err());
     // Plain types are walked in blocks of 16 values.

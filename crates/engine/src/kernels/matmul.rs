@@ -66,7 +66,7 @@ pub(crate) fn weight_type_define(kernel: &'static str, w: &GpuMatrix) -> Result<
         return Err(KernelError::UnsupportedType { kernel, ty: ty.name() });
     }
     let block_len = kernel_block_len(ty);
-    if w.row_len == 0 || w.row_len % block_len != 0 {
+    if w.row_len == 0 || !w.row_len.is_multiple_of(block_len) {
         return Err(KernelError::InvalidShape {
             kernel,
             message: format!("'{}': rows of {} {} values (need a positive multiple of {block_len})", w.name, w.row_len, ty.name()),
@@ -119,7 +119,7 @@ pub fn record_matvec(
 ) -> Result<(), KernelError> {
     const KERNEL: &str = "matvec";
     let type_define = weight_type_define(KERNEL, w)?;
-    if input_offset % 4 != 0 {
+    if !input_offset.is_multiple_of(4) {
         return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("input offset {input_offset} is not a multiple of 4") });
     }
     check_buffer(KERNEL, "input", input, u64::from(input_offset) + u64::from(w.row_len))?;
