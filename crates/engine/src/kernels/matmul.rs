@@ -201,3 +201,84 @@ pub fn record_matmul(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod real_tensor_tests {
+    //! The matrix-vector and tiled kernels on rows of every weight type found in the two
+    //! default models, against the CPU reference: real scale and quant distributions rather
+    //! than random blocks. Same tolerance as tests/kernels_matmul.rs:
+    //! |gpu - ref| ≤ 1e-5 · Σ|w·x| + 1e-6.
+    use super::*;
+    use crate::{
+        gguf::{
+            test_models::{model_path, GEMMA, SMOLLM2},
+            GgufFile,
+        },
+        gpu::GpuOptions,
+        quant::dequantize_row,
+    };
+
+    /// Rows taken from each tensor: the first ones and the last ones.
+    const ROWS_FROM_EACH_END: usize = 70;
+    const TOKENS: usize = 5;
+
+    fn check_tensor(ctx: &GpuContext, file: &GgufFile, name: &str) {
+        let info = file.tensor(name).unwrap();
+        let (row_len, rows) = (info.row_len() as usize, info.rows() as usize);
+        let row_bytes = info.row_bytes() as usize;
+        let data = file.tensor_data(info);
+        let picked: Vec<usize> = (0..ROWS_FROM_EACH_END.min(rows)).chain(rows.saturating_sub(ROWS_FROM_EACH_END)..rows).collect();
+        let bytes: Vec<u8> = picked.iter().flat_map(|&r| &data[r * row_bytes..(r + 1) * row_bytes]).copied().collect();
+        let mut weights = vec![0.0f32; picked.len() * row_len];
+        dequantize_row(info.ggml_type, &bytes, &mut weights).unwrap();
+        let w = GpuMatrix::upload(ctx, name, info.ggml_type, row_len as u64, picked.len() as u64, &bytes).unwrap();
+
+        // Activations like a normed hidden state: mostly small, a few large.
+        let x: Vec<f32> = (0..TOKENS * row_len).map(|i| ((i * 7919 % 1000) as f32 / 500.0 - 1.0) * if i % 97 == 0 { 20.0 } else { 1.0 }).collect();
+        let input = ctx.storage_buffer("x", bytemuck::cast_slice(&x));
+        let step = ctx.storage_buffer("step", bytemuck::cast_slice(&[0u32, TOKENS as u32, 0, 0]));
+        let vector_out = ctx.zeroed_storage("y", (picked.len() * 4) as u64);
+        let matrix_out = ctx.zeroed_storage("Y", (TOKENS * picked.len() * 4) as u64);
+        let mut ops = OpList::new();
+        record_matvec(ctx, &mut ops, name, &w, &input, 0, &vector_out, 0).unwrap();
+        record_matmul(ctx, &mut ops, name, &w, &input, &matrix_out, &step, TOKENS as u32).unwrap();
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        ops.encode(&mut encoder, TOKENS as u32, None);
+        ctx.queue.submit([encoder.finish()]);
+        let vector = ctx.read_f32(&vector_out, picked.len()).unwrap();
+        let matrix = ctx.read_f32(&matrix_out, TOKENS * picked.len()).unwrap();
+
+        for t in 0..TOKENS {
+            for (i, row) in weights.chunks(row_len).enumerate() {
+                let (sum, magnitude) = row.iter().zip(&x[t * row_len..]).fold((0.0f64, 0.0f64), |(s, m), (&w, &x)| {
+                    let term = f64::from(w) * f64::from(x);
+                    (s + term, m + term.abs())
+                });
+                let tolerance = 1e-5 * magnitude + 1e-6;
+                let got = matrix[t * picked.len() + i];
+                assert!((f64::from(got) - sum).abs() <= tolerance, "{name} ({}) matmul token {t} row {}: got {got}, expected {sum}", info.ggml_type, picked[i]);
+                if t == 0 {
+                    let got = vector[i];
+                    assert!((f64::from(got) - sum).abs() <= tolerance, "{name} ({}) matvec row {}: got {got}, expected {sum}", info.ggml_type, picked[i]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn kernels_match_reference_on_every_weight_type_of_the_default_models() {
+        let ctx = GpuContext::new(&GpuOptions::default()).expect("a wgpu adapter");
+        for model in [GEMMA, SMOLLM2] {
+            let Some(path) = model_path(model) else { return };
+            let file = GgufFile::open(&path).unwrap();
+            let mut seen = Vec::new();
+            for info in file.tensors() {
+                if info.dims.len() == 2 && !seen.contains(&info.ggml_type) && SUPPORTED_TYPES.contains(&info.ggml_type) {
+                    seen.push(info.ggml_type);
+                    check_tensor(&ctx, &file, &info.name);
+                }
+            }
+            assert!(seen.len() >= 2, "{model}: expected several weight types, found {seen:?}");
+        }
+    }
+}
