@@ -13,8 +13,8 @@ pub enum TemplateError {
     Syntax(#[source] minijinja::Error),
     #[error("rendering the chat template: {0}")]
     Render(#[source] minijinja::Error),
-    #[error("the model has no chat template and no built-in format matches it (architecture '{architecture}')")]
-    NoTemplate { architecture: String },
+    #[error("no chat format for this model: {reason}")]
+    NoTemplate { reason: String },
     #[error("tokenizing the rendered chat: {0}")]
     Encode(#[from] TokenizerError),
 }
@@ -25,7 +25,7 @@ pub enum TemplateOrigin {
     /// `tokenizer.chat_template` from the GGUF file.
     Model,
     Builtin(BuiltinTemplate),
-    /// Neither: rendering fails with [`TemplateError::NoTemplate`], raw prompts still work.
+    /// Neither: rendering fails with [`TemplateError::NoTemplate`]; raw prompts still work.
     Missing,
 }
 
@@ -37,7 +37,8 @@ const TEMPLATE_NAME: &str = "chat";
 pub struct ChatTemplate {
     environment: Environment<'static>,
     origin: TemplateOrigin,
-    architecture: String,
+    /// Why there is no template, for [`TemplateOrigin::Missing`].
+    missing_reason: String,
     bos_token: String,
     eos_token: String,
 }
@@ -50,47 +51,54 @@ impl ChatTemplate {
         tokenizer: &Tokenizer,
     ) -> Result<ChatTemplate, TemplateError> {
         let template = gguf.metadata().get_str("tokenizer.chat_template")?;
-        Self::select(gguf.architecture()?, template, tokenizer)
+        Ok(Self::select(gguf.architecture()?, template, tokenizer))
     }
 
-    /// `model_template` when given, else a built-in format detected from `architecture` and the
-    /// vocabulary, else a template that refuses to render.
+    /// `model_template` when given and it compiles, else a built-in format detected from
+    /// `architecture` and the vocabulary, else a template that refuses to render. Never fails,
+    /// so that a model whose chat format is unusable still loads for raw prompts.
     pub fn select(
         architecture: &str,
         model_template: Option<&str>,
         tokenizer: &Tokenizer,
-    ) -> Result<ChatTemplate, TemplateError> {
-        let (origin, source) = match (
-            model_template,
-            BuiltinTemplate::detect(architecture, tokenizer),
-        ) {
-            (Some(source), _) => (TemplateOrigin::Model, source),
-            (None, Some(builtin)) => (TemplateOrigin::Builtin(builtin), builtin.source()),
-            (None, None) => (TemplateOrigin::Missing, ""),
-        };
-        Self::compile(origin, source, architecture, tokenizer)
+    ) -> ChatTemplate {
+        let mut missing_reason = "the model has no chat template".to_string();
+        if let Some(source) = model_template {
+            match Self::compile(TemplateOrigin::Model, source, tokenizer) {
+                Ok(template) => return template,
+                Err(error) => {
+                    tracing::warn!("{error}; falling back to a built-in chat format");
+                    missing_reason = error.to_string();
+                }
+            }
+        }
+        if let Some(builtin) = BuiltinTemplate::detect(architecture, tokenizer) {
+            return Self::builtin(builtin, tokenizer);
+        }
+        let mut template = Self::compile(TemplateOrigin::Missing, "", tokenizer)
+            .expect("an empty template compiles");
+        template.missing_reason = format!(
+            "{missing_reason} and no built-in format matches architecture '{architecture}'"
+        );
+        template
     }
 
-    pub fn builtin(
-        builtin: BuiltinTemplate,
-        tokenizer: &Tokenizer,
-    ) -> Result<ChatTemplate, TemplateError> {
+    pub fn builtin(builtin: BuiltinTemplate, tokenizer: &Tokenizer) -> ChatTemplate {
         Self::compile(
             TemplateOrigin::Builtin(builtin),
             builtin.source(),
-            "",
             tokenizer,
         )
+        .expect("built-in templates compile")
     }
 
     pub fn from_source(source: &str, tokenizer: &Tokenizer) -> Result<ChatTemplate, TemplateError> {
-        Self::compile(TemplateOrigin::Model, source, "", tokenizer)
+        Self::compile(TemplateOrigin::Model, source, tokenizer)
     }
 
     fn compile(
         origin: TemplateOrigin,
         source: &str,
-        architecture: &str,
         tokenizer: &Tokenizer,
     ) -> Result<ChatTemplate, TemplateError> {
         let mut environment = Environment::new();
@@ -111,7 +119,7 @@ impl ChatTemplate {
         Ok(ChatTemplate {
             environment,
             origin,
-            architecture: architecture.to_string(),
+            missing_reason: String::new(),
             bos_token: token_text(tokenizer.bos_id()),
             eos_token: token_text(tokenizer.eos_id()),
         })
@@ -130,7 +138,7 @@ impl ChatTemplate {
     ) -> Result<String, TemplateError> {
         if self.origin == TemplateOrigin::Missing {
             return Err(TemplateError::NoTemplate {
-                architecture: self.architecture.clone(),
+                reason: self.missing_reason.clone(),
             });
         }
         let template = self

@@ -74,7 +74,7 @@ fn push_byte_level(out: &mut Vec<u8>, text: &str) {
 
 /// GPT-2's byte alphabet maps printable bytes to the character of the same code and the other
 /// 68 bytes, in order, to U+0100 onwards, so that every byte has a visible character.
-fn is_printable_byte(byte: u8) -> bool {
+const fn is_printable_byte(byte: u8) -> bool {
     matches!(byte, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF)
 }
 
@@ -83,9 +83,8 @@ const UNPRINTABLE_BYTES: [u8; 68] = {
     let mut next = 0;
     let mut byte = 0usize;
     while byte < 256 {
-        let b = byte as u8;
-        if !matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF) {
-            table[next] = b;
+        if !is_printable_byte(byte as u8) {
+            table[next] = byte as u8;
             next += 1;
         }
         byte += 1;

@@ -428,7 +428,7 @@ fn conversation() -> Vec<ChatMessage> {
 
 #[test]
 fn gemma_template_folds_the_system_prompt_into_the_first_user_turn() {
-    let template = ChatTemplate::builtin(BuiltinTemplate::Gemma, &sentencepiece()).unwrap();
+    let template = ChatTemplate::builtin(BuiltinTemplate::Gemma, &sentencepiece());
     assert_eq!(
         template.render(&conversation(), true).unwrap(),
         "<bos><start_of_turn>user\nBe brief.\n\nHi there<end_of_turn>\n\
@@ -444,7 +444,7 @@ fn gemma_template_folds_the_system_prompt_into_the_first_user_turn() {
 
 #[test]
 fn gemma_template_refuses_turns_out_of_order() {
-    let template = ChatTemplate::builtin(BuiltinTemplate::Gemma, &sentencepiece()).unwrap();
+    let template = ChatTemplate::builtin(BuiltinTemplate::Gemma, &sentencepiece());
     let err = template
         .render(&[ChatMessage::user("a"), ChatMessage::user("b")], true)
         .unwrap_err();
@@ -457,7 +457,7 @@ fn gemma_template_refuses_turns_out_of_order() {
 
 #[test]
 fn chat_ml_template_renders_every_role() {
-    let template = ChatTemplate::builtin(BuiltinTemplate::ChatMl, &byte_level()).unwrap();
+    let template = ChatTemplate::builtin(BuiltinTemplate::ChatMl, &byte_level());
     assert_eq!(
         template.render(&conversation()[..2], true).unwrap(),
         "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n Hi there \n<|im_end|>\n<|im_start|>assistant\n"
@@ -478,7 +478,7 @@ fn llama3_like() -> Tokenizer {
 
 #[test]
 fn llama3_template_renders_headers() {
-    let template = ChatTemplate::builtin(BuiltinTemplate::Llama3, &llama3_like()).unwrap();
+    let template = ChatTemplate::builtin(BuiltinTemplate::Llama3, &llama3_like());
     assert_eq!(
         template.render(&conversation()[..2], true).unwrap(),
         "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>\
@@ -490,9 +490,7 @@ fn llama3_template_renders_headers() {
 #[test]
 fn builtin_format_is_chosen_by_architecture_then_vocabulary() {
     let origin = |architecture, tokenizer: &Tokenizer| {
-        ChatTemplate::select(architecture, None, tokenizer)
-            .unwrap()
-            .origin()
+        ChatTemplate::select(architecture, None, tokenizer).origin()
     };
     assert_eq!(
         origin("gemma3", &sentencepiece()),
@@ -506,17 +504,32 @@ fn builtin_format_is_chosen_by_architecture_then_vocabulary() {
         origin("llama", &llama3_like()),
         TemplateOrigin::Builtin(BuiltinTemplate::Llama3)
     );
-    let missing = ChatTemplate::select("llama", None, &sentencepiece()).unwrap();
+    let missing = ChatTemplate::select("llama", None, &sentencepiece());
     assert_eq!(missing.origin(), TemplateOrigin::Missing);
     let err = missing
         .render(&[ChatMessage::user("hi")], true)
         .unwrap_err();
-    assert!(
-        matches!(&err, TemplateError::NoTemplate { architecture } if architecture == "llama"),
-        "{err}"
-    );
-    let own = ChatTemplate::select("gemma3", Some("{{ bos_token }}"), &sentencepiece()).unwrap();
+    assert!(matches!(err, TemplateError::NoTemplate { .. }), "{err}");
+    assert!(err.to_string().contains("has no chat template"), "{err}");
+    assert!(err.to_string().contains("architecture 'llama'"), "{err}");
+    let own = ChatTemplate::select("gemma3", Some("{{ bos_token }}"), &sentencepiece());
     assert_eq!(own.origin(), TemplateOrigin::Model);
+}
+
+#[test]
+fn a_model_template_that_does_not_compile_falls_back() {
+    let broken = Some("{% for %}");
+    let fallback = ChatTemplate::select("gemma3", broken, &sentencepiece());
+    assert_eq!(
+        fallback.origin(),
+        TemplateOrigin::Builtin(BuiltinTemplate::Gemma)
+    );
+    let missing = ChatTemplate::select("llama", broken, &sentencepiece());
+    assert_eq!(missing.origin(), TemplateOrigin::Missing);
+    let err = missing
+        .render(&[ChatMessage::user("hi")], true)
+        .unwrap_err();
+    assert!(err.to_string().contains("does not compile"), "{err}");
 }
 
 /// A ChatML template in the style models ship: dict-style access, `+` concatenation, a default
@@ -525,8 +538,7 @@ const MODEL_STYLE_TEMPLATE: &str = "{% for message in messages %}{% if loop.firs
 
 #[test]
 fn model_templates_render_like_jinja2() {
-    let template =
-        ChatTemplate::select("llama", Some(MODEL_STYLE_TEMPLATE), &byte_level()).unwrap();
+    let template = ChatTemplate::select("llama", Some(MODEL_STYLE_TEMPLATE), &byte_level());
     assert_eq!(
         template.render(&[ChatMessage::user("Hi")], true).unwrap(),
         "<|im_start|>system\nYou are a test.<|im_end|>\n\
@@ -559,7 +571,7 @@ fn template_errors_are_reported() {
 #[test]
 fn encode_chat_never_doubles_bos() {
     let tokenizer = sentencepiece();
-    let gemma = ChatTemplate::builtin(BuiltinTemplate::Gemma, &tokenizer).unwrap();
+    let gemma = ChatTemplate::builtin(BuiltinTemplate::Gemma, &tokenizer);
     let ids = encode_chat(&tokenizer, &gemma, &[ChatMessage::user("hello")]).unwrap();
     assert_eq!(
         ids,
@@ -591,7 +603,7 @@ fn encode_chat_never_doubles_bos() {
     );
     // Like SmolLM2: BOS is `<|im_start|>`, which the template writes and the rule does not add.
     let tokenizer = byte_level();
-    let chat_ml = ChatTemplate::select("llama", Some(MODEL_STYLE_TEMPLATE), &tokenizer).unwrap();
+    let chat_ml = ChatTemplate::select("llama", Some(MODEL_STYLE_TEMPLATE), &tokenizer);
     let ids = encode_chat(&tokenizer, &chat_ml, &[ChatMessage::user("hello")]).unwrap();
     assert_eq!(ids[0], BL_IM_START);
     assert_ne!(ids[1], BL_IM_START);
