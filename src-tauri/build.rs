@@ -1,0 +1,32 @@
+/// Commands the webview may call; each gets an `allow-<name>` permission that the main
+/// window's capability grants, and nothing else is reachable from the UI.
+const COMMANDS: &[&str] = &[
+    "app_status",
+    "app_settings",
+    "save_app_settings",
+    "open_link",
+    "list_conversations",
+    "create_conversation",
+    "get_conversation",
+    "rename_conversation",
+    "delete_conversation",
+    "update_conversation_settings",
+    "select_branch",
+    "export_conversation",
+    "send_message",
+    "regenerate_reply",
+    "edit_and_resend",
+    "stop_generation",
+    "generation_queue",
+    "list_models",
+    "load_model",
+    "unload_model",
+    "fetch_default_model",
+    "import_model_file",
+    "remove_model",
+];
+
+fn main() {
+    let attributes = tauri_build::Attributes::new().config_path("../tauri.conf.json").app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
+    tauri_build::try_build(attributes).expect("tauri.conf.json and the capabilities are valid");
+}

@@ -1,0 +1,66 @@
+use std::path::PathBuf;
+
+use doppler_engine::{ChatMessage, GenerateError, GenerateOptions, GenerationSummary, ModelInfo};
+
+use crate::core::storage::ConversationId;
+
+/// One reply to generate.
+pub struct GenerationRequest {
+    pub model_id: String,
+    /// The window that asked: closing it cancels the generation.
+    pub owner: String,
+    pub conversation_id: ConversationId,
+    pub messages: Vec<ChatMessage>,
+    pub options: GenerateOptions,
+}
+
+/// Follows one generation; called on the worker thread.
+pub trait GenerationObserver: Send {
+    /// `ahead`: jobs that run before this one.
+    fn queued(&mut self, ahead: usize);
+    fn started(&mut self);
+    fn token(&mut self, text: &str);
+    fn finished(self: Box<Self>, outcome: GenerationOutcome);
+}
+
+pub enum GenerationOutcome {
+    /// Ended by the model, a limit or a stop; a stopped reply holds what was generated.
+    Finished(GenerationSummary),
+    /// Stopped before it started: nothing was generated.
+    CancelledWhileQueued,
+    Failed(GenerationFailure),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GenerationFailure {
+    #[error("the model '{0}' is not loaded; load it from the model picker")]
+    ModelNotLoaded(String),
+    #[error(transparent)]
+    Engine(#[from] GenerateError),
+    #[error("the engine crashed: {0}")]
+    Crashed(String),
+}
+
+/// A model file to load and keep on the GPU under `model_id`.
+pub struct LoadRequest {
+    pub model_id: String,
+    pub path: PathBuf,
+    pub context_len: Option<u32>,
+}
+
+/// Follows one load; called on the worker thread.
+pub trait LoadObserver: Send {
+    fn progress(&mut self, fraction: f32, stage: &str);
+    fn finished(self: Box<Self>, result: Result<ModelInfo, LoadFailure>);
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LoadFailure {
+    /// The GPU could not be opened.
+    #[error("no usable GPU: {0}")]
+    NoGpu(String),
+    #[error("{0}")]
+    Model(String),
+    #[error("the app is closing")]
+    ShuttingDown,
+}

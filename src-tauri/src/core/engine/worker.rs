@@ -1,0 +1,216 @@
+use std::{
+    collections::HashMap,
+    panic::{self, AssertUnwindSafe},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        mpsc, Arc, Mutex,
+    },
+    thread::{self, JoinHandle},
+    time::Duration,
+};
+
+use doppler_engine::{CancelToken, Engine, EngineOptions, LoadOptions, ModelInfo, Session};
+
+use super::{
+    job_queue::{GenerationId, GenerationJob, Job, JobQueue, QueueView},
+    model_states::{ModelState, ModelStates},
+    requests::{GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest, LoadFailure, LoadObserver, LoadRequest},
+};
+
+/// The handle the app keeps: queues work for the worker thread, which owns the GPU.
+pub struct EngineWorker {
+    queue: Arc<JobQueue>,
+    states: Arc<ModelStates>,
+    next_generation: AtomicU64,
+    thread: Mutex<Option<RunningThread>>,
+}
+
+struct RunningThread {
+    handle: JoinHandle<()>,
+    /// Disconnects when the thread ends.
+    ended: mpsc::Receiver<()>,
+}
+
+impl EngineWorker {
+    /// Starts the worker thread; it opens the GPU when the first model loads.
+    pub fn spawn(options: EngineOptions) -> EngineWorker {
+        let queue = Arc::new(JobQueue::default());
+        let states = Arc::new(ModelStates::default());
+        let (ended_sender, ended) = mpsc::channel();
+        let thread = WorkerThread { options, engine: None, sessions: HashMap::new(), states: states.clone() };
+        let worker_queue = queue.clone();
+        let handle = thread::Builder::new()
+            .name("engine-worker".to_string())
+            .spawn(move || {
+                let _ended = ended_sender;
+                thread.run(&worker_queue);
+            })
+            .expect("the OS can start the engine worker thread");
+        EngineWorker { queue, states, next_generation: AtomicU64::new(1), thread: Mutex::new(Some(RunningThread { handle, ended })) }
+    }
+
+    /// Loads a model file and keeps it on the GPU under `request.model_id`.
+    pub fn load(&self, request: LoadRequest, observer: Box<dyn LoadObserver>) {
+        let model_id = request.model_id.clone();
+        self.states.set(&model_id, ModelState::Queued);
+        if let Err(Job::Load { observer, .. }) = self.queue.push(Job::Load { request, observer }) {
+            self.states.remove(&model_id);
+            observer.finished(Err(LoadFailure::ShuttingDown));
+        }
+    }
+
+    /// Frees a loaded model once the jobs queued before this are done; `done` runs then.
+    pub fn unload(&self, model_id: String, done: Box<dyn FnOnce() + Send>) {
+        self.states.set(&model_id, ModelState::Unloading);
+        if let Err(Job::Unload { done, .. }) = self.queue.push(Job::Unload { model_id, done }) {
+            done();
+        }
+    }
+
+    /// Queues a generation; the observer hears of its place in the queue, its tokens and its end.
+    pub fn generate(&self, request: GenerationRequest, observer: Box<dyn GenerationObserver>) -> GenerationId {
+        let id = self.next_generation.fetch_add(1, Ordering::Relaxed);
+        let job = GenerationJob { id, request, cancel: CancelToken::new(), observer };
+        if let Err(Job::Generate(job)) = self.queue.push(Job::Generate(job)) {
+            job.observer.finished(GenerationOutcome::CancelledWhileQueued);
+        }
+        id
+    }
+
+    /// Stops a generation; returns whether it was running or waiting.
+    pub fn cancel(&self, id: GenerationId) -> bool {
+        let running = self.queue.view().running.is_some_and(|running| running.generation_id == id);
+        match self.queue.cancel(id) {
+            Some(job) => {
+                job.observer.finished(GenerationOutcome::CancelledWhileQueued);
+                true
+            }
+            None => running,
+        }
+    }
+
+    /// Stops every generation a window asked for (the window is closing).
+    pub fn cancel_owned_by(&self, owner: &str) {
+        for job in self.queue.cancel_owned_by(owner) {
+            job.observer.finished(GenerationOutcome::CancelledWhileQueued);
+        }
+    }
+
+    pub fn queue(&self) -> QueueView {
+        self.queue.view()
+    }
+
+    /// Models the worker was asked to load, by id; absent ones are not loaded.
+    pub fn model_states(&self) -> HashMap<String, ModelState> {
+        self.states.snapshot()
+    }
+
+    /// Cancels everything and waits up to `grace` for the running job to end (a stopped
+    /// generation still reports what it generated, so its reply gets saved).
+    pub fn shutdown(&self, grace: Duration) {
+        for job in self.queue.close() {
+            match job {
+                Job::Generate(job) => job.observer.finished(GenerationOutcome::CancelledWhileQueued),
+                Job::Load { observer, .. } => observer.finished(Err(LoadFailure::ShuttingDown)),
+                Job::Unload { done, .. } => done(),
+            }
+        }
+        let Some(thread) = self.thread.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take() else { return };
+        match thread.ended.recv_timeout(grace) {
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                if thread.handle.join().is_err() {
+                    tracing::error!("the engine worker panicked");
+                }
+            }
+            Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => tracing::warn!(?grace, "the engine worker did not stop in time; leaving it"),
+        }
+    }
+}
+
+/// State owned by the worker thread.
+struct WorkerThread {
+    options: EngineOptions,
+    engine: Option<Engine>,
+    /// One session (and so one KV cache) per loaded model: one generation at a time each.
+    sessions: HashMap<String, Session>,
+    states: Arc<ModelStates>,
+}
+
+impl WorkerThread {
+    fn run(mut self, queue: &JobQueue) {
+        while let Some(job) = queue.next() {
+            match job {
+                Job::Load { request, mut observer } => {
+                    let result = catch_panic(|| self.load(&request, &mut *observer)).unwrap_or_else(|message| Err(LoadFailure::Model(message)));
+                    match &result {
+                        Ok(info) => self.states.set(&request.model_id, ModelState::Loaded { info: info.clone() }),
+                        Err(failure) => self.states.set(&request.model_id, ModelState::Failed { reason: failure.to_string() }),
+                    }
+                    observer.finished(result);
+                }
+                Job::Unload { model_id, done } => {
+                    self.sessions.remove(&model_id);
+                    self.states.remove(&model_id);
+                    done();
+                }
+                Job::Generate(GenerationJob { request, cancel, mut observer, .. }) => {
+                    let outcome = catch_panic(|| self.generate(&request, &cancel, &mut *observer)).unwrap_or_else(|message| {
+                        // The session may be half-way through a step: drop it with its model.
+                        self.sessions.remove(&request.model_id);
+                        self.states.set(&request.model_id, ModelState::Failed { reason: format!("the engine crashed: {message}") });
+                        GenerationOutcome::Failed(GenerationFailure::Crashed(message))
+                    });
+                    observer.finished(outcome);
+                }
+            }
+            queue.finish_running();
+        }
+    }
+
+    fn load(&mut self, request: &LoadRequest, observer: &mut dyn LoadObserver) -> Result<ModelInfo, LoadFailure> {
+        if let Some(session) = self.sessions.get(&request.model_id) {
+            return Ok(session.model().info().clone());
+        }
+        let engine = match &self.engine {
+            Some(engine) => engine,
+            None => self.engine.insert(Engine::new(self.options.clone()).map_err(|error| LoadFailure::NoGpu(error.to_string()))?),
+        };
+        let states = &self.states;
+        let options = LoadOptions { context_len: request.context_len, ..LoadOptions::default() };
+        let model = engine
+            .load_model(&request.path, options, &mut |progress| {
+                states.set(&request.model_id, ModelState::Loading { fraction: progress.fraction, stage: progress.stage.to_string() });
+                observer.progress(progress.fraction, progress.stage);
+            })
+            .map_err(|error| LoadFailure::Model(error.to_string()))?;
+        let session = model.new_session().map_err(|error| LoadFailure::Model(error.to_string()))?;
+        let info = model.info().clone();
+        self.sessions.insert(request.model_id.clone(), session);
+        Ok(info)
+    }
+
+    fn generate(&mut self, request: &GenerationRequest, cancel: &CancelToken, observer: &mut dyn GenerationObserver) -> GenerationOutcome {
+        if cancel.is_cancelled() {
+            return GenerationOutcome::CancelledWhileQueued;
+        }
+        let Some(session) = self.sessions.get_mut(&request.model_id) else {
+            return GenerationOutcome::Failed(GenerationFailure::ModelNotLoaded(request.model_id.clone()));
+        };
+        observer.started();
+        match session.generate_chat(&request.messages, &request.options, cancel, &mut |event| observer.token(&event.text)) {
+            Ok(summary) => GenerationOutcome::Finished(summary),
+            Err(error) => GenerationOutcome::Failed(error.into()),
+        }
+    }
+}
+
+/// Runs `f`, turning a panic into its message so one bad job does not take the worker down.
+fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    panic::catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string())
+    })
+}

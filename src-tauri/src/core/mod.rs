@@ -1,0 +1,9 @@
+//! The app's domains, each with its commands (thin, Tauri-facing) over services that run
+//! without a window.
+
+pub mod app;
+pub mod chat;
+pub mod conversations;
+pub mod engine;
+pub mod models;
+pub mod storage;

@@ -1,0 +1,9 @@
+//! The model picker's side: installed models from the engine's model store with their load
+//! state, loading and unloading on the worker, fetching a default model, importing a file.
+
+mod catalog;
+pub mod commands;
+mod models;
+
+pub use catalog::{CatalogError, ModelCatalog};
+pub use models::{DefaultModelView, FetchProgress, InstalledModelView, LoadEvent, ModelList};

@@ -1,0 +1,67 @@
+//! DOPPLER's desktop app: a Tauri window over the engine, with conversations kept in SQLite.
+
+pub mod core;
+
+use std::time::Duration;
+
+use doppler_engine::{store::ModelStore, EngineOptions};
+use tauri::{Manager, RunEvent, WindowEvent};
+
+use crate::core::app::{AppPaths, AppState, StartupError};
+
+/// How long quitting waits for a running generation to stop and save its reply.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+pub fn run() {
+    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_env("DOPPLER_LOG").unwrap_or_else(|_| "info".into())).init();
+
+    let state = match AppPaths::from_platform().ok_or(StartupError::NoDataDirectory).and_then(|paths| AppState::open(paths, ModelStore::default_location(), EngineOptions::default())) {
+        Ok(state) => state,
+        Err(error) => {
+            tracing::error!(%error, "cannot start");
+            rfd::MessageDialog::new().set_level(rfd::MessageLevel::Error).set_title("DOPPLER cannot start").set_description(error.to_string()).show();
+            std::process::exit(1);
+        }
+    };
+
+    let app = tauri::Builder::default()
+        .manage(state)
+        .on_window_event(|window, event| {
+            if let WindowEvent::Destroyed = event {
+                window.state::<AppState>().worker.cancel_owned_by(window.label());
+            }
+        })
+        .invoke_handler(tauri::generate_handler![
+            core::app::commands::app_status,
+            core::app::commands::app_settings,
+            core::app::commands::save_app_settings,
+            core::app::commands::open_link,
+            core::conversations::commands::list_conversations,
+            core::conversations::commands::create_conversation,
+            core::conversations::commands::get_conversation,
+            core::conversations::commands::rename_conversation,
+            core::conversations::commands::delete_conversation,
+            core::conversations::commands::update_conversation_settings,
+            core::conversations::commands::select_branch,
+            core::conversations::commands::export_conversation,
+            core::chat::commands::send_message,
+            core::chat::commands::regenerate_reply,
+            core::chat::commands::edit_and_resend,
+            core::chat::commands::stop_generation,
+            core::chat::commands::generation_queue,
+            core::models::commands::list_models,
+            core::models::commands::load_model,
+            core::models::commands::unload_model,
+            core::models::commands::fetch_default_model,
+            core::models::commands::import_model_file,
+            core::models::commands::remove_model,
+        ])
+        .build(tauri::generate_context!("../tauri.conf.json"))
+        .expect("the app's configuration is valid");
+
+    app.run(|app, event| {
+        if let RunEvent::Exit = event {
+            app.state::<AppState>().worker.shutdown(SHUTDOWN_GRACE);
+        }
+    });
+}

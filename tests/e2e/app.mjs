@@ -1,0 +1,97 @@
+// Starting tauri-driver, launching the app through it, and small helpers for the specs.
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { Builder, By, until } from 'selenium-webdriver';
+
+const APP = required('DOPPLER_E2E_APP');
+const ARTIFACTS = required('DOPPLER_E2E_ARTIFACTS');
+const DRIVER_PORT = 4444;
+const DRIVER_URL = `http://127.0.0.1:${DRIVER_PORT}`;
+
+function required(name) {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the end-to-end tests with \`make e2e\``);
+  return value;
+}
+
+/** Starts tauri-driver (which starts WebKitWebDriver for each session) and waits for it. */
+export async function startDriver() {
+  const driver = spawn(process.env.TAURI_DRIVER ?? 'tauri-driver', ['--port', String(DRIVER_PORT)], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const exited = new Promise((_, reject) => driver.once('exit', (code) => reject(new Error(`tauri-driver exited (${code})`))));
+  exited.catch(() => {});
+  for (let attempt = 0; attempt < 100; attempt++) {
+    try {
+      if ((await fetch(`${DRIVER_URL}/status`)).ok) return driver;
+    } catch {
+      // not listening yet
+    }
+    await Promise.race([sleep(100), exited]);
+  }
+  driver.kill();
+  throw new Error('tauri-driver did not start listening');
+}
+
+/** Launches the app in a new WebDriver session. */
+export async function launchApp() {
+  return new Builder()
+    .usingServer(DRIVER_URL)
+    .withCapabilities({ browserName: 'wry', 'tauri:options': { application: APP } })
+    .build();
+}
+
+/** Closes the window like a user would (the app quits), then ends the session. */
+export async function quitApp(driver) {
+  try {
+    await driver.close();
+  } catch {
+    // the app may already be gone
+  }
+  try {
+    await driver.quit();
+  } catch {
+    // the session ended with the app
+  }
+}
+
+export async function screenshot(driver, name) {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const file = join(ARTIFACTS, `${name}.png`);
+  writeFileSync(file, await driver.takeScreenshot(), 'base64');
+  console.log(`screenshot: ${file}`);
+}
+
+export const byTestId = (id) => By.css(`[data-testid="${id}"]`);
+
+export async function find(driver, locator, timeoutMs = 15_000) {
+  const element = await driver.wait(until.elementLocated(locator), timeoutMs, `waiting for ${locator}`);
+  await driver.wait(until.elementIsVisible(element), timeoutMs, `waiting for ${locator} to show`);
+  return element;
+}
+
+export async function click(driver, locator) {
+  const element = await find(driver, locator);
+  await driver.wait(until.elementIsEnabled(element), 15_000, `waiting for ${locator} to be enabled`);
+  await element.click();
+}
+
+/** Waits until `predicate` holds for the text of the element at `locator`; returns the text. */
+export async function waitForText(driver, locator, predicate, description, timeoutMs = 60_000) {
+  let last = '';
+  try {
+    await driver.wait(
+      async () => {
+        const elements = await driver.findElements(locator);
+        if (elements.length === 0) return false;
+        last = await elements.at(-1).getText();
+        return predicate(last);
+      },
+      timeoutMs,
+    );
+  } catch (error) {
+    throw new Error(`${description}: last text was ${JSON.stringify(last)} (${error.message})`);
+  }
+  return last;
+}

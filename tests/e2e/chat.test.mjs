@@ -1,0 +1,109 @@
+// The real app under Xvfb, driven through tauri-driver and WebKitWebDriver, with the real
+// engine and the default model: a reply streams, is stopped, survives a restart; markup
+// injected into a reply stays inert. Screenshots go to $DOPPLER_E2E_ARTIFACTS.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import { By } from 'selenium-webdriver';
+
+import { byTestId, click, find, launchApp, quitApp, screenshot, startDriver, waitForText } from './app.mjs';
+
+// Loading the model compiles its GPU pipelines: on lavapipe that takes a while.
+const MODEL_READY_MS = 240_000;
+const PROMPT = 'Write a long story about a lighthouse keeper who finds a mysterious map. Describe every day of his journey in detail.';
+const PENDING = By.css('[data-testid="message"][data-pending="true"] [data-testid="message-content"]');
+const LAST_ASSISTANT = By.css('[data-testid="message"][data-role="assistant"]:not([data-pending]):last-child');
+
+let tauriDriver;
+
+before(async () => {
+  tauriDriver = await startDriver();
+});
+
+after(() => {
+  tauriDriver?.kill();
+});
+
+async function waitForModel(driver) {
+  const picker = await find(driver, byTestId('model-picker-button'), 30_000);
+  await driver.wait(async () => (await picker.getAttribute('data-status')) === 'ready', MODEL_READY_MS, 'the default model loads at startup');
+}
+
+async function openConversation(driver, title) {
+  const item = await find(driver, By.xpath(`//li[@data-testid="conversation-item"][.//span[normalize-space()=${JSON.stringify(title)}]]//button[contains(@class,"open")]`));
+  await item.click();
+  await waitForText(driver, byTestId('chat-title'), (text) => text === title, `the conversation "${title}" opens`);
+}
+
+test('a streamed reply is stopped, kept, and still there after a restart', async () => {
+  let driver = await launchApp();
+  let title;
+  let stoppedReply;
+  try {
+    await waitForModel(driver);
+    await screenshot(driver, '01-model-ready');
+
+    await click(driver, byTestId('new-chat'));
+    await (await find(driver, byTestId('composer-input'))).sendKeys(PROMPT);
+    await click(driver, byTestId('send-button'));
+
+    const early = await waitForText(driver, PENDING, (text) => text.trim().length >= 15, 'tokens stream into the reply');
+    const later = await waitForText(driver, PENDING, (text) => text.trim().length > early.trim().length, 'more tokens arrive');
+    await screenshot(driver, '02-streaming');
+    assert.ok(later.startsWith(early.trim().slice(0, 10)), 'the reply grows from its beginning');
+
+    await click(driver, byTestId('stop-button'));
+    await driver.wait(async () => (await driver.findElements(By.css('[data-pending="true"]'))).length === 0, 30_000, 'the reply stops');
+    const reply = await find(driver, LAST_ASSISTANT);
+    stoppedReply = await (await reply.findElement(byTestId('message-content'))).getText();
+    const stats = await (await reply.findElement(byTestId('message-stats'))).getText();
+    assert.match(stats, /Stopped/, 'a stopped reply says so');
+    assert.match(stats, /\d+ tokens · \d+ in prompt/);
+    assert.match(stats, /[\d.]+ tok\/s/);
+    assert.ok(stoppedReply.length >= later.trim().length - 5, `the saved reply keeps what was generated (${stoppedReply.length} vs ${later.length} characters)`);
+    await (await find(driver, byTestId('send-button'))).isDisplayed();
+    title = await (await find(driver, byTestId('chat-title'))).getText();
+    assert.ok(PROMPT.startsWith(title.replace(/…$/, '')), `the conversation is named after its first message: ${title}`);
+    await screenshot(driver, '03-stopped');
+  } finally {
+    await quitApp(driver);
+  }
+
+  driver = await launchApp();
+  try {
+    await openConversation(driver, title);
+    const messages = await driver.findElements(byTestId('message'));
+    assert.equal(messages.length, 2, 'the question and the partial reply');
+    assert.equal(await (await messages[0].findElement(byTestId('message-content'))).getText(), PROMPT);
+    assert.equal(await (await messages[1].findElement(byTestId('message-content'))).getText(), stoppedReply);
+    assert.match(await (await messages[1].findElement(byTestId('message-stats'))).getText(), /Stopped/);
+    await screenshot(driver, '04-after-restart');
+  } finally {
+    await quitApp(driver);
+  }
+});
+
+test('markup injected into a reply stays inert', async () => {
+  const driver = await launchApp();
+  try {
+    await openConversation(driver, 'Injected markup');
+    const content = await find(driver, By.css('[data-testid="message"][data-role="assistant"] [data-testid="message-content"]'));
+    const text = await content.getText();
+    assert.match(text, /<img src=x onerror=/, 'raw HTML is shown as text');
+    assert.match(text, /<script>/);
+    assert.deepEqual(await content.findElements(By.css('img, script, iframe, [onerror], [onclick]')), [], 'no element from the model runs');
+
+    const link = await content.findElement(By.xpath('.//a[normalize-space()="click me"]'));
+    assert.equal(await link.getAttribute('href'), null, 'the javascript: link has no target');
+    await link.click();
+    const safe = await content.findElement(By.xpath('.//a[normalize-space()="the docs"]'));
+    assert.equal(await safe.getAttribute('href'), 'https://example.com/docs');
+
+    const state = await driver.executeScript('return { pwned: window.__pwned ?? null, href: location.href, scripts: document.scripts.length }');
+    assert.equal(state.pwned, null, 'no injected script or handler ran');
+    assert.match(state.href, /^(tauri:\/\/localhost|http:\/\/tauri\.localhost)/, 'the webview did not navigate');
+    await screenshot(driver, '05-injected-markup');
+  } finally {
+    await quitApp(driver);
+  }
+});

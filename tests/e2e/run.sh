@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs the end-to-end tests against a built app: a fresh user's data directory, the model
+# store shared with `make test` (no second download), Xvfb for a display.
+#   tests/e2e/run.sh PATH_TO_APP PATH_TO_SEED_TOOL
+set -euo pipefail
+cd "$(dirname "$0")"
+
+app=$(realpath "$1")
+seed=$(realpath "$2")
+
+# The store `make models` filled, found before XDG_DATA_HOME moves for the test.
+export DOPPLER_HOME="${DOPPLER_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/doppler}"
+if [[ ! -f "$DOPPLER_HOME/models/smollm2-135m-instruct/model.json" ]]; then
+  echo "e2e: the default model is not installed in $DOPPLER_HOME; run \`make models\` first" >&2
+  exit 1
+fi
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+export XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" XDG_CACHE_HOME="$scratch/cache"
+export DOPPLER_E2E_APP="$app"
+export DOPPLER_E2E_ARTIFACTS="${DOPPLER_E2E_ARTIFACTS:-$PWD/artifacts}"
+# WebKitGTK under Xvfb: no GPU, so no DMA-BUF renderer or compositing.
+export WEBKIT_DISABLE_DMABUF_RENDERER=1 WEBKIT_DISABLE_COMPOSITING_MODE=1 LIBGL_ALWAYS_SOFTWARE=1
+export NO_AT_BRIDGE=1
+
+rm -rf "$DOPPLER_E2E_ARTIFACTS"
+# A reply the model would never write: raw HTML, a script and a javascript: link.
+"$seed" "Injected markup" "Show me some HTML" \
+  $'Here you go: <img src=x onerror="window.__pwned=1"> and <script>window.__pwned=2</script>.\n\n[click me](javascript:window.__pwned=3) or read [the docs](https://example.com/docs).\n\n<iframe src="javascript:window.__pwned=4"></iframe>'
+
+[[ -d node_modules ]] || npm ci --no-fund --no-audit
+xvfb-run --auto-servernum --server-args="-screen 0 1280x860x24" npm test
+echo "e2e: screenshots in $DOPPLER_E2E_ARTIFACTS"
