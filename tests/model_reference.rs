@@ -65,24 +65,55 @@ fn load_model(file: &str) -> Option<Arc<LoadedModel>> {
     Some(engine().load_model(&path, options, &mut |_| {}).unwrap_or_else(|e| panic!("loading {}: {e}", path.display())))
 }
 
-/// The first-step logits: the top token must agree and the reference's top-10 logits must
-/// be reproduced within 2% of the logit range (llama.cpp's CPU backend quantizes activations
-/// to 8 bits inside its matmuls; we keep them in f32).
-fn check_first_step(model: &Arc<LoadedModel>, reference: &Reference) {
+/// llama.cpp's CPU backend rounds activations to 8 bits inside its quantized matmuls; our
+/// kernels keep them in f32. On the public prompts the two differ by up to 1.06 logits, while
+/// an exact f64 forward pass (`tools/reference_forward.py`) agrees with ours within 0.01.
+const LLAMA_CPP_LOGIT_TOLERANCE: f32 = 1.25;
+/// f32 GPU arithmetic against the exact f64 forward pass.
+const EXACT_LOGIT_TOLERANCE: f64 = 0.03;
+/// Top-2 gap (logits) under which the order of two tokens is within llama.cpp's rounding noise.
+const NEAR_TIE: f32 = 0.5;
+
+#[derive(Deserialize)]
+struct ExactReference {
+    cases: Vec<ExactCase>,
+}
+
+#[derive(Deserialize)]
+struct ExactCase {
+    prompt_tokens: Vec<u32>,
+    top10: Vec<(u32, f64)>,
+}
+
+fn load_exact(name: &str) -> ExactReference {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/data/exact-first-step-{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))).unwrap()
+}
+
+/// First-step logits against llama.cpp (same top token unless it is a near-tie there; every
+/// top-10 logit within its rounding noise) and against the exact forward pass (tight).
+fn check_first_step(model: &Arc<LoadedModel>, reference: &Reference, exact: &ExactReference) {
     let mut session = model.new_session().unwrap();
-    for case in &reference.cases {
+    for (case, exact_case) in reference.cases.iter().zip(&exact.cases) {
+        assert_eq!(case.prompt_tokens, exact_case.prompt_tokens, "reference files disagree on the prompt");
         let logits = session.logits_after(&case.prompt_tokens).unwrap();
-        let spread = case.first_step_top10[0].1 - case.first_step_top10[9].1;
-        let tolerance = 0.02 * case.first_step_top10[0].1.abs().max(spread).max(1.0);
+        let ours_top = (0..logits.len()).max_by(|&a, &b| logits[a].total_cmp(&logits[b])).unwrap() as u32;
+        let (theirs_top, top_logit) = case.first_step_top10[0];
+        let reference_gap = top_logit - case.first_step_top10[1].1;
+        assert!(ours_top == theirs_top || reference_gap < NEAR_TIE, "{:?}: our top token {ours_top}, llama.cpp's {theirs_top} (its top-2 gap {reference_gap})", case.prompt);
         for &(token, expected) in &case.first_step_top10 {
             let actual = logits[token as usize];
-            assert!((actual - expected).abs() <= tolerance, "{:?}: logit of token {token} is {actual}, llama.cpp has {expected} (tolerance {tolerance})", case.prompt);
+            assert!((actual - expected).abs() <= LLAMA_CPP_LOGIT_TOLERANCE, "{:?}: logit of token {token} is {actual}, llama.cpp has {expected}", case.prompt);
+        }
+        for &(token, expected) in &exact_case.top10 {
+            let actual = f64::from(logits[token as usize]);
+            assert!((actual - expected).abs() <= EXACT_LOGIT_TOLERANCE, "{:?}: logit of token {token} is {actual}, the exact forward pass has {expected}", case.prompt);
         }
     }
 }
 
-/// Greedy decoding: identical tokens, except that a divergence at a near-tie (top-2 gap under
-/// 0.1 logits in our own logits at that step) is reported and accepted.
+/// Greedy decoding: identical tokens, except that a divergence where our logits for the two
+/// tokens are within `NEAR_TIE` of each other is reported and accepted.
 fn check_greedy(model: &Arc<LoadedModel>, reference: &Reference) {
     let mut session = model.new_session().unwrap();
     let options = GenerateOptions { sampling: SamplingParams::greedy(), max_tokens: 24, stop: Vec::new(), ignore_eos: false };
@@ -107,7 +138,7 @@ fn check_greedy(model: &Arc<LoadedModel>, reference: &Reference) {
             "{:?}: diverges at step {step}: ours {ours} (logit {}), llama.cpp {theirs} (logit {}), our top-2 gap {gap:.4}",
             case.prompt, logits[ours as usize], logits[theirs as usize]
         );
-        let near_tie = (logits[ours as usize] - logits[theirs as usize]).abs() < 0.1;
+        let near_tie = (logits[ours as usize] - logits[theirs as usize]).abs() < NEAR_TIE;
         if near_tie {
             eprintln!("accepted near-tie divergence — {report}");
         } else {
@@ -130,7 +161,7 @@ fn check_perplexity(model: &Arc<LoadedModel>, reference: &Reference) {
 fn smollm2_matches_llama_cpp() {
     let Some(model) = load_model("SmolLM2-135M-Instruct.Q4_1.gguf") else { return };
     let reference = load_reference("smollm2-135m-instruct-q4_1");
-    check_first_step(&model, &reference);
+    check_first_step(&model, &reference, &load_exact("smollm2-135m-instruct-q4_1"));
     check_greedy(&model, &reference);
     check_perplexity(&model, &reference);
 }
@@ -139,7 +170,7 @@ fn smollm2_matches_llama_cpp() {
 fn gemma3_matches_llama_cpp() {
     let Some(model) = load_model("gemma-3-270m-q4_k_m.gguf") else { return };
     let reference = load_reference("gemma-3-270m-q4_k_m");
-    check_first_step(&model, &reference);
+    check_first_step(&model, &reference, &load_exact("gemma-3-270m-q4_k_m"));
     check_greedy(&model, &reference);
     check_perplexity(&model, &reference);
 }
