@@ -1,0 +1,103 @@
+//! Generation behaviour on a real model (SmolLM2 135M, the smallest default): stop conditions,
+//! cancellation, context limits, KV-cache reuse across turns, multi-step GPU-resident decode
+//! and seeded sampling. Runs on lavapipe in CI; models come from `DOPPLER_TEST_MODELS_DIR`.
+
+use std::{path::Path, sync::Arc};
+
+use doppler_engine::{CancelToken, ChatMessage, Engine, EngineOptions, GenerateError, GenerateOptions, LoadOptions, LoadedModel, Role, SamplingParams, StopReason};
+
+fn model() -> Option<Arc<LoadedModel>> {
+    let Ok(dir) = std::env::var("DOPPLER_TEST_MODELS_DIR") else {
+        if std::env::var("DOPPLER_ALLOW_MISSING_MODELS").as_deref() == Ok("1") {
+            return None;
+        }
+        panic!("DOPPLER_TEST_MODELS_DIR is not set: run `make test`, or set DOPPLER_ALLOW_MISSING_MODELS=1 to skip");
+    };
+    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
+    let path = Path::new(&dir).join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    Some(engine.load_model(&path, LoadOptions { context_len: Some(96), max_batch: Some(16) }, &mut |_| {}).unwrap())
+}
+
+fn greedy(max_tokens: u32) -> GenerateOptions {
+    GenerateOptions { sampling: SamplingParams::greedy(), max_tokens, stop: Vec::new(), ignore_eos: false }
+}
+
+fn prompt(model: &LoadedModel, text: &str) -> Vec<u32> {
+    let tokenizer = model.tokenizer();
+    tokenizer.encode(text, tokenizer.add_bos()).unwrap()
+}
+
+#[test]
+fn generation_behaviour() {
+    let Some(model) = model() else { return };
+    let mut session = model.new_session().unwrap();
+    let capital = prompt(&model, "The capital of France is");
+
+    // Max tokens, and streamed text equal to the summary's text.
+    let mut streamed = String::new();
+    let summary = session.generate(&capital, &greedy(6), &CancelToken::new(), &mut |event| streamed.push_str(&event.text)).unwrap();
+    assert_eq!(summary.stop_reason, StopReason::MaxTokens);
+    assert_eq!(summary.tokens.len(), 6);
+    assert_eq!(streamed, summary.text);
+    assert!(summary.text.starts_with(" Paris."), "{:?}", summary.text);
+    let reference_tokens = summary.tokens.clone();
+
+    // A stop string ends generation and is not part of the text.
+    session.reset();
+    let options = GenerateOptions { stop: vec![".".into()], ..greedy(20) };
+    let summary = session.generate(&capital, &options, &CancelToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(summary.stop_reason, StopReason::StopString);
+    assert_eq!(summary.text, " Paris");
+
+    // Cancellation from another handle stops after the current step.
+    let cancel = CancelToken::new();
+    let canceller = cancel.clone();
+    let mut seen = 0;
+    let summary = session
+        .generate(&capital, &greedy(20), &cancel, &mut |_| {
+            seen += 1;
+            if seen == 2 {
+                canceller.cancel();
+            }
+        })
+        .unwrap();
+    assert_eq!(summary.stop_reason, StopReason::Cancelled);
+    assert_eq!(summary.tokens.len(), 2);
+
+    // Several decode steps per submit give exactly the tokens of one step per submit, and
+    // tokens decoded past the stop are not kept in the cache.
+    session.reset();
+    session.set_steps_per_submit(4);
+    let summary = session.generate(&capital, &greedy(6), &CancelToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(summary.tokens, reference_tokens);
+    assert_eq!(session.cached_tokens().len(), capital.len() + 5);
+    session.set_steps_per_submit(1);
+
+    // A continued conversation reuses the cache and decodes what a fresh session decodes.
+    let mut follow_up = capital.clone();
+    follow_up.extend_from_slice(&reference_tokens);
+    follow_up.extend(prompt(&model, " What about Spain?"));
+    let reused = session.generate(&follow_up, &greedy(5), &CancelToken::new(), &mut |_| {}).unwrap();
+    assert!(reused.prefilled_tokens < follow_up.len(), "the cached prefix was run again");
+    let mut fresh_session = model.new_session().unwrap();
+    let fresh = fresh_session.generate(&follow_up, &greedy(5), &CancelToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(reused.tokens, fresh.tokens);
+
+    // The context fills up: generation ends with ContextFull, a longer prompt is refused.
+    session.reset();
+    let summary = session.generate(&capital, &GenerateOptions { ignore_eos: true, ..greedy(500) }, &CancelToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(summary.stop_reason, StopReason::ContextFull);
+    assert!(summary.tokens.len() + capital.len() <= 96);
+    let too_long = vec![capital[0]; 200];
+    assert!(matches!(session.generate(&too_long, &greedy(1), &CancelToken::new(), &mut |_| {}), Err(GenerateError::PromptTooLong { .. })));
+
+    // Seeded sampling reproduces itself; chat templates drive generation too.
+    let sampled = GenerateOptions { sampling: SamplingParams { temperature: 0.9, top_k: 40, top_p: 0.95, seed: 7, ..SamplingParams::greedy() }, ..greedy(8) };
+    let messages = [ChatMessage { role: Role::User, content: "Name a fruit.".into() }];
+    session.reset();
+    let first = session.generate_chat(&messages, &sampled, &CancelToken::new(), &mut |_| {}).unwrap();
+    session.reset();
+    let second = session.generate_chat(&messages, &sampled, &CancelToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(first.tokens, second.tokens);
+    assert!(!first.tokens.is_empty());
+}
