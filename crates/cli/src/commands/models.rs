@@ -154,7 +154,7 @@ fn fetch(store: &ModelStore) -> Result<()> {
 }
 
 fn new_bar(model: &str, total: u64) -> ProgressBar {
-    let style = ProgressStyle::with_template("{prefix}: writing [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+    let style = ProgressStyle::with_template("{prefix}: [{wide_bar}] {decimal_bytes}/{decimal_total_bytes}")
         .expect("a valid progress template")
         .progress_chars("=> ");
     ProgressBar::new(total).with_style(style).with_prefix(model.to_string())
