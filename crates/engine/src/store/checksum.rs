@@ -23,12 +23,11 @@ pub(crate) fn parse_sha256(value: &str) -> Result<String, StoreError> {
     }
 }
 
-/// The sha256 of a file and its length, read in fixed-size chunks.
-pub(crate) fn hash_file(path: &Path) -> io::Result<(String, u64)> {
+/// The sha256 of a file, read in fixed-size chunks.
+pub(crate) fn hash_file(path: &Path) -> io::Result<String> {
     let mut file = File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
-    let mut length = 0u64;
     loop {
         let read = match file.read(&mut buffer) {
             Ok(0) => break,
@@ -37,9 +36,8 @@ pub(crate) fn hash_file(path: &Path) -> io::Result<(String, u64)> {
             Err(error) => return Err(error),
         };
         hasher.update(&buffer[..read]);
-        length += read as u64;
     }
-    Ok((to_hex(&hasher.finalize()), length))
+    Ok(to_hex(&hasher.finalize()))
 }
 
 #[cfg(test)]
@@ -59,8 +57,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("abc");
         std::fs::write(&path, b"abc").unwrap();
-        let (hash, length) = hash_file(&path).unwrap();
-        assert_eq!(hash, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-        assert_eq!(length, 3);
+        assert_eq!(hash_file(&path).unwrap(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

@@ -157,7 +157,7 @@ impl ModelStore {
         if size != model.manifest.size {
             return Err(StoreError::SizeMismatch { what, expected: model.manifest.size, actual: size });
         }
-        let (sha256, _) = hash_file(&model.path).map_err(StoreError::io("reading", &model.path))?;
+        let sha256 = hash_file(&model.path).map_err(StoreError::io("reading", &model.path))?;
         if sha256 != model.manifest.sha256 {
             return Err(StoreError::ChecksumMismatch { what, expected: model.manifest.sha256.clone(), actual: sha256 });
         }
