@@ -7,6 +7,7 @@ use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::{PreTokenizerWrapper, SplitDelimiterBehavior};
 
+use super::byte_alphabet::char_for_byte;
 use super::pre_tokenizer::PreTokenizerRules;
 use super::{TokenizerError, TokenizerModel, TokenizerSpec};
 
@@ -32,20 +33,40 @@ pub(super) fn model(
 
 pub(super) fn pre_tokenizer(
     rules: PreTokenizerRules,
+    vocab: &Vocab,
 ) -> Result<PreTokenizerWrapper, TokenizerError> {
-    let mut steps = Vec::with_capacity(rules.regexes.len() + 1);
-    for regex in rules.regexes {
-        let split = Split::new(
-            SplitPattern::Regex(regex.to_string()),
+    let isolate = |regex: String| -> Result<PreTokenizerWrapper, TokenizerError> {
+        Split::new(
+            SplitPattern::Regex(regex),
             SplitDelimiterBehavior::Isolated,
             false,
         )
-        .map_err(build_error)?;
-        steps.push(split.into());
+        .map(Into::into)
+        .map_err(build_error)
+    };
+    let mut steps = Vec::with_capacity(rules.regexes.len() + 2);
+    for regex in rules.regexes {
+        steps.push(isolate(regex.to_string())?);
     }
     // The regexes already split the text; this step only maps bytes to the GPT-2 alphabet.
     steps.push(ByteLevel::new(false, false, false).into());
+    if let Some(class) = missing_bytes_class(vocab) {
+        steps.push(isolate(class)?);
+    }
     Ok(Sequence::new(steps).into())
+}
+
+/// A regex class of the alphabet characters the vocabulary lacks (SmolLM2 has no token for 21
+/// bytes), or `None`. Such a byte yields no token, but in llama.cpp it still stands between its
+/// neighbours and keeps them from merging; `tokenizers` would drop it first and merge across
+/// it, so each one is split off as a word of its own.
+fn missing_bytes_class(vocab: &Vocab) -> Option<String> {
+    let missing: String = (0..=255u8)
+        .map(char_for_byte)
+        .filter(|c| !vocab.contains_key(c.encode_utf8(&mut [0; 4]) as &str))
+        .map(|c| format!("\\x{{{:X}}}", u32::from(c)))
+        .collect();
+    (!missing.is_empty()).then(|| format!("[{missing}]"))
 }
 
 /// `"left right"` pairs in rank order. As in llama.cpp the separator is the first space after

@@ -7,6 +7,7 @@
 //! model's own Jinja template or a built-in one, and [`encode_chat`] tokenizes it.
 
 mod builtin_templates;
+mod byte_alphabet;
 mod byte_level;
 mod chat_message;
 mod chat_template;

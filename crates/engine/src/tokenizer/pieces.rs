@@ -1,5 +1,6 @@
 //! The raw bytes each token stands for, which is what decoding concatenates.
 
+use super::byte_alphabet::byte_for_char;
 use super::{TokenType, TokenizerModel};
 
 /// Every token's bytes in one buffer: `bytes[ends[id - 1]..ends[id]]`.
@@ -65,63 +66,16 @@ fn parse_byte_token(text: &str) -> Option<u8> {
 /// GPT-2 byte alphabet (malformed vocabulary) is kept as its own UTF-8.
 fn push_byte_level(out: &mut Vec<u8>, text: &str) {
     for c in text.chars() {
-        match byte_level_byte(c) {
+        match byte_for_char(c) {
             Some(byte) => out.push(byte),
             None => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
         }
     }
 }
 
-/// GPT-2's byte alphabet maps printable bytes to the character of the same code and the other
-/// 68 bytes, in order, to U+0100 onwards, so that every byte has a visible character.
-const fn is_printable_byte(byte: u8) -> bool {
-    matches!(byte, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF)
-}
-
-const UNPRINTABLE_BYTES: [u8; 68] = {
-    let mut table = [0u8; 68];
-    let mut next = 0;
-    let mut byte = 0usize;
-    while byte < 256 {
-        if !is_printable_byte(byte as u8) {
-            table[next] = byte as u8;
-            next += 1;
-        }
-        byte += 1;
-    }
-    table
-};
-
-fn byte_level_byte(c: char) -> Option<u8> {
-    let code = c as u32;
-    match u8::try_from(code) {
-        Ok(byte) if is_printable_byte(byte) => Some(byte),
-        Ok(_) => None,
-        Err(_) => code
-            .checked_sub(256)
-            .and_then(|index| UNPRINTABLE_BYTES.get(index as usize).copied()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn byte_level_alphabet_covers_every_byte_once() {
-        let mut seen = [false; 256];
-        for code in 0..(256 + 68) {
-            if let Some(byte) = char::from_u32(code).and_then(byte_level_byte) {
-                assert!(!seen[byte as usize], "byte {byte} reached twice");
-                seen[byte as usize] = true;
-            }
-        }
-        assert!(seen.iter().all(|&s| s));
-        assert_eq!(byte_level_byte('Ġ'), Some(b' '));
-        assert_eq!(byte_level_byte('Ċ'), Some(b'\n'));
-        assert_eq!(byte_level_byte('a'), Some(b'a'));
-        assert_eq!(byte_level_byte(' '), None);
-    }
 
     #[test]
     fn pieces_follow_token_types() {

@@ -136,6 +136,19 @@ fn byte_level_pre_tokenizes_then_merges() {
 }
 
 #[test]
+fn a_byte_missing_from_the_vocabulary_blocks_merges_and_yields_nothing() {
+    let mut spec = byte_level_spec();
+    spec.tokens[bl_byte(0x1D) as usize] = "removed".into();
+    let tokenizer = Tokenizer::from_spec(&spec).unwrap();
+    // As llama.cpp: "h" and "e" are not merged across the byte, which itself has no token.
+    assert_eq!(
+        tokenizer.encode("h\u{1D}e", false).unwrap(),
+        [bl_byte(b'h'), bl_byte(b'e')]
+    );
+    assert_eq!(tokenizer.encode("he", false).unwrap(), [bl_merged("he")]);
+}
+
+#[test]
 fn decode_inverts_encode() {
     for tokenizer in [sentencepiece(), byte_level()] {
         for text in ROUND_TRIP_TEXTS {

@@ -49,8 +49,9 @@ impl Tokenizer {
             }
             TokenizerModel::ByteLevelBpe => {
                 let rules = rules_for(spec.pre.as_deref())?;
+                let pre_tokenizer = byte_level::pre_tokenizer(rules, &vocab)?;
                 let mut inner = tokenizers::Tokenizer::new(byte_level::model(spec, vocab, rules)?);
-                inner.with_pre_tokenizer(Some(byte_level::pre_tokenizer(rules)?));
+                inner.with_pre_tokenizer(Some(pre_tokenizer));
                 inner
             }
         };
