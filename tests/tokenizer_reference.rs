@@ -96,9 +96,54 @@ fn load_tokenizer(gguf: &GgufFile) -> Tokenizer {
     tokenizer
 }
 
-/// Every reference string (no BOS) and every reference prompt (the model's BOS rule) must give
-/// llama.cpp's ids; all mismatches are listed before failing.
-fn check_against_llama_cpp(tokenizer: &Tokenizer, reference: &str, expect_add_bos: bool) {
+/// Edge cases found by fuzzing both tokenizers against llama.cpp (llama-cpp-python 0.3.36,
+/// `tokenize(text, add_bos=False, special=True)`): control characters SmolLM2 has no byte token
+/// for, a literal '▁', long whitespace runs, Unicode whitespace, partial and nested special
+/// tokens, HTML tags Gemma keeps whole, combining marks and emoji sequences.
+/// Columns: text, Gemma 3 ids, SmolLM2 ids.
+#[rustfmt::skip]
+const LLAMA_CPP_EDGE_CASES: &[(&str, &[u32], &[u32])] = &[
+    ("}\u{1D}$", &[236783,267,236795], &[109,20]),
+    (" \u{14}🇵 h\u{13}e", &[236743,255321,245707,534,252295,236744], &[216,10813,225,130,294,85]),
+    ("▁▁", &[236743,236743], &[11007,219,11007,219]),
+    ("a▁ b ▁▁ c", &[236746,236743,518,236743,236743,236743,505], &[81,11007,219,278,29566,219,11007,219,265]),
+    ("                                        ", &[167,145], &[12427,353]),
+    ("\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n", &[137,110], &[22342,22342,22342,22342,22342,22342,22342,22342,16506]),
+    ("\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t", &[255998,255969], &[13591,13591,13591,13591,197]),
+    ("a                                 b", &[236746,167,138,236763], &[81,12427,278]),
+    ("<0x41><0x0A>", &[236820,236771,236781,236812,236770,1798,236771,236781,236771,236776,236813], &[44,32,104,36,33,21198,32,104,32,49,46]),
+    ("<start_of_turn", &[236820,3041,236779,1340,236779,887], &[44,3738,79,1714,79,20589]),
+    ("<<bos>>", &[236820,2,236813], &[33691,34761,7791]),
+    ("<unused12><mask>[multimodal]", &[18,4,5], &[44,419,3447,33,34,21198,8836,46,75,10593,306,32058,77]),
+    ("<table><b>bold</b>", &[168,200,15640,209], &[44,6413,21198,82,46,30471,9617,82,46]),
+    ("\u{2028}\u{2029}\u{85}\u{B}\u{C} text", &[464,366,406,464,366,407,432,371,249,250,1816], &[321,118,321,119,141,223,199,200,1694]),
+    ("\u{A0}\u{3000}\u{205F}\u{200B}\u{FEFF}", &[432,398,465,366,366,464,367,397,237141,237922], &[15442,12109,218,32571,249,321,229,186,136,140]),
+    ("don't I'M you'RE 'll o'clock", &[13246,236789,236745,564,236789,236792,611,236789,1357,756,859,512,236789,15868], &[12420,982,339,23,61,346,23,3256,637,764,263,23,17466]),
+    ("x²½Ⅻ٣१२ 12345", &[236781,238131,238612,464,371,409,242044,238456,238647,236743,236770,236778,236800,236812,236810], &[104,19133,16738,173,223,121,164,113,9310,117,9310,118,216,33,34,35,36,37]),
+    ("e\u{301} ก่ ड़ 𝔘𝔫𝔦", &[236744,238288,5363,237045,2331,237063,236743,478,395,386,390,478,395,386,409,254865], &[85,151,219,216,10283,219,31933,226,12335,111,4300,137,216,23159,238,242,23159,238,121,23159,238,116]),
+    ("👩🏿\u{200D}🔬🏳\u{FE0F}\u{200D}🌈1\u{FE0F}⃣🇯🇵", &[243767,245445,237243,249689,248177,238178,237243,243712,236770,196645,247994,245707], &[10813,235,119,10813,233,140,321,231,10813,238,122,10813,233,128,31752,321,231,10813,230,226,33,31752,173,221,113,10813,225,124,10813,225,130]),
+    ("\r\n\r\n  \n \n", &[251,107,251,107,138,107,236743,107], &[18682,32057,3717]),
+    ("   \n\n   end  \n", &[139,108,139,643,138,107], &[333,39892,1112,32057]),
+    ("<|im_start|><|im_end|><|endoftext|>", &[236820,236909,548,236779,3041,236909,1798,236909,548,236779,643,236909,1798,236909,643,1340,1005,111038], &[1,2,0]),
+    ("ÿþýÀÁ\u{AD}", &[243493,238453,237274,238974,238291,238135], &[142,140,142,139,47546,142,218,142,219,141,251]),
+    ("x=}\u{15};$\u{7} \u{1680}", &[236781,150889,259,138523,245,236743,463,392,366], &[104,45,109,207,43,20,195,15822,244,218]),
+];
+
+/// Which column of [`LLAMA_CPP_EDGE_CASES`] holds a model's ids.
+#[derive(Clone, Copy)]
+enum Model {
+    Gemma3,
+    SmolLm2,
+}
+
+/// Every reference string and edge case (no BOS) and every reference prompt (the model's BOS
+/// rule) must give llama.cpp's ids; all mismatches are listed before failing.
+fn check_against_llama_cpp(
+    tokenizer: &Tokenizer,
+    reference: &str,
+    model: Model,
+    expect_add_bos: bool,
+) {
     assert_eq!(tokenizer.add_bos(), expect_add_bos, "the model's BOS rule");
     let strings: StringCases = read_reference(&format!("{reference}.tokenizer.json"));
     let prompts: PromptCases = read_reference(&format!("{reference}.json"));
@@ -116,6 +161,13 @@ fn check_against_llama_cpp(tokenizer: &Tokenizer, reference: &str, expect_add_bo
                 tokenizer.add_bos(),
                 case.prompt_tokens.as_slice(),
             )
+        }))
+        .chain(LLAMA_CPP_EDGE_CASES.iter().map(|&(text, gemma, smollm2)| {
+            let ids = match model {
+                Model::Gemma3 => gemma,
+                Model::SmolLm2 => smollm2,
+            };
+            (text, false, ids)
         }));
     let mut mismatches = Vec::new();
     let mut checked = 0;
@@ -164,7 +216,7 @@ fn gemma3_tokenizer_matches_llama_cpp() {
         return;
     };
     let tokenizer = load_tokenizer(&gguf);
-    check_against_llama_cpp(&tokenizer, GEMMA_REFERENCE, true);
+    check_against_llama_cpp(&tokenizer, GEMMA_REFERENCE, Model::Gemma3, true);
     check_round_trips(&tokenizer, GEMMA_REFERENCE);
 
     let end_of_turn = tokenizer
@@ -215,7 +267,7 @@ fn smollm2_tokenizer_matches_llama_cpp() {
         return;
     };
     let tokenizer = load_tokenizer(&gguf);
-    check_against_llama_cpp(&tokenizer, SMOLLM2_REFERENCE, false);
+    check_against_llama_cpp(&tokenizer, SMOLLM2_REFERENCE, Model::SmolLm2, false);
     check_round_trips(&tokenizer, SMOLLM2_REFERENCE);
 
     let im_end = tokenizer.token_to_id("<|im_end|>").unwrap();
