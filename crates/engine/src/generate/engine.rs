@@ -143,24 +143,8 @@ fn file_stem(path: &Path) -> String {
 
 /// llama.cpp's file-type label (`Q4_K_M`…) where the file says, else the most common matrix type.
 fn quantization_label(gguf: &GgufFile) -> String {
-    const FILE_TYPES: [(u32, &str); 12] = [
-        (0, "F32"),
-        (1, "F16"),
-        (2, "Q4_0"),
-        (3, "Q4_1"),
-        (7, "Q8_0"),
-        (8, "Q5_0"),
-        (9, "Q5_1"),
-        (14, "Q4_K_S"),
-        (15, "Q4_K_M"),
-        (16, "Q5_K_S"),
-        (17, "Q5_K_M"),
-        (18, "Q6_K"),
-    ];
-    if let Ok(Some(file_type)) = gguf.metadata().get_u32("general.file_type") {
-        if let Some((_, label)) = FILE_TYPES.iter().find(|(id, _)| *id == file_type) {
-            return label.to_string();
-        }
+    if let Some(label) = gguf.file_type_label() {
+        return label;
     }
     let mut counts: Vec<(&'static str, usize)> = Vec::new();
     for tensor in gguf.tensors().iter().filter(|t| t.dims.len() == 2) {

@@ -7,6 +7,7 @@
 mod cursor;
 mod error;
 mod file;
+mod file_type;
 mod ggml_type;
 mod metadata;
 mod writer;
