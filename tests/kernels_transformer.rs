@@ -8,8 +8,10 @@ use std::sync::Arc;
 use doppler_engine::{
     gpu::{GpuContext, GpuOptions, OpList},
     kernels::{
-        attention::{record_attention, record_kv_store, KvCache},
+        attention::{record_attention, record_decode_attention, record_kv_store, KvCache},
         elementwise::{record_add, record_copy_last_row, record_gated_activation, Activation},
+        fused_norm::{record_residual_norm, ResidualRows},
+        fused_qk::{record_qk_rope_store, QkNorms, QkvRows},
         norm::{record_rms_norm, NormOutput},
         rope::{record_rope, rope_table, RopeStyle, RopeTable},
     },
@@ -155,6 +157,8 @@ struct AttentionCase {
     /// Tokens already cached before the step.
     history: u32,
     n_tokens: u32,
+    /// Decode's key-split kernels (n_tokens must be 1) instead of the general one.
+    split: bool,
 }
 
 /// Runs two steps (history, then the batch under test) so the ring and the mask both matter,
@@ -179,7 +183,11 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     let mut store = OpList::new();
     record_kv_store(ctx, &mut store, "store", &cache, &k_buf, &v_buf, &step).unwrap();
     let mut attend = OpList::new();
-    record_attention(ctx, &mut attend, "attention", &cache, &q_buf, &out, &step, case.n_heads, case.window, scale).unwrap();
+    if case.split {
+        record_decode_attention(ctx, &mut attend, "attention", &cache, &q_buf, &out, &step, case.n_heads, case.window, scale).unwrap();
+    } else {
+        record_attention(ctx, &mut attend, "attention", &cache, &q_buf, &out, &step, case.n_heads, case.window, scale).unwrap();
+    }
 
     // History goes in batches no larger than the step under test, as the engine's prefill
     // does: a ring holds window + one batch, so a single larger batch would overwrite itself.
@@ -218,18 +226,26 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     }
     // Queries stay f32 on the GPU and scores accumulate in f32 over head_dim terms.
     let actual = ctx.read_f32(&out, expected.len()).unwrap();
-    assert_close(&format!("attention (f16 cache: {})", cache.f16), &actual, &expected, 2e-5, 1e-4);
+    assert_close(&format!("attention (f16 cache: {}, split: {})", cache.f16, case.split), &actual, &expected, 2e-5, 1e-4);
 }
 
 #[test]
 fn attention_matches_reference_with_gqa_windows_and_rings() {
     let cases = [
         // Llama-like: GQA 3:1, full attention, more keys than one tile.
-        AttentionCase { n_heads: 6, n_kv_heads: 2, head_dim: 64, window: 0, cache_len: 256, history: 70, n_tokens: 5 },
+        AttentionCase { n_heads: 6, n_kv_heads: 2, head_dim: 64, window: 0, cache_len: 256, history: 70, n_tokens: 5, split: false },
         // Gemma-like: one kv head, head_dim 256, sliding window over a ring of window + batch.
-        AttentionCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, window: 9, cache_len: 9 + 6, history: 20, n_tokens: 6 },
+        AttentionCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, window: 9, cache_len: 9 + 6, history: 20, n_tokens: 6, split: false },
         // Decode: one token.
-        AttentionCase { n_heads: 2, n_kv_heads: 2, head_dim: 32, window: 0, cache_len: 64, history: 33, n_tokens: 1 },
+        AttentionCase { n_heads: 2, n_kv_heads: 2, head_dim: 32, window: 0, cache_len: 64, history: 33, n_tokens: 1, split: false },
+        // Decode split over the keys: 4 slices of 9 keys (the last one short) with GQA.
+        AttentionCase { n_heads: 4, n_kv_heads: 2, head_dim: 32, window: 0, cache_len: 64, history: 33, n_tokens: 1, split: true },
+        // 32 slices but 6 keys: most slices are empty and must not count.
+        AttentionCase { n_heads: 2, n_kv_heads: 1, head_dim: 64, window: 0, cache_len: 1024, history: 5, n_tokens: 1, split: true },
+        // Gemma-like sliding window on a wrapped ring, slices longer than a 64-key tile.
+        AttentionCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, window: 600, cache_len: 601, history: 700, n_tokens: 1, split: true },
+        // Many slices of long keys: 3000 keys over 32 slices of 94 (two tiles each).
+        AttentionCase { n_heads: 2, n_kv_heads: 1, head_dim: 64, window: 0, cache_len: 4096, history: 2999, n_tokens: 1, split: true },
     ];
     let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, ..Default::default() })];
     for ctx in &contexts {
@@ -278,4 +294,146 @@ fn gated_activations_add_and_last_row_match_reference() {
     let sums: Vec<f64> = gate.iter().zip(&up).map(|(&x, &y)| x as f64 + y as f64).collect();
     assert_close("add", &ctx.read_f32(&a, count).unwrap(), &sums, 1e-6, 1e-6);
     assert_close("last row", &ctx.read_f32(&last, row_len as usize).unwrap(), &sums[count - row_len as usize..], 1e-6, 1e-6);
+}
+
+/// Reads back a KV cache buffer as f64, whichever precision it holds.
+fn read_cache(ctx: &GpuContext, cache: &KvCache, buffer: &wgpu::Buffer, count: usize) -> Vec<f64> {
+    if cache.f16 {
+        let bytes = ctx.read_buffer(buffer, 0, (count * 2) as u64).unwrap();
+        bytemuck::cast_slice::<u8, u16>(&bytes).iter().map(|&h| f16::from_bits(h).to_f64()).collect()
+    } else {
+        ctx.read_f32(buffer, count).unwrap().iter().map(|&x| x as f64).collect()
+    }
+}
+
+/// RoPE of one head row in f64 with the given table, pairs per style, tail past rot_dim kept.
+fn rotate_reference(row: &mut [f64], table: &[[f32; 2]], pos: usize, rot_dim: usize, style: RopeStyle) {
+    let pairs = rot_dim / 2;
+    for i in 0..pairs {
+        let [c, s] = table[pos * pairs + i];
+        let (a, b) = match style {
+            RopeStyle::Interleaved => (2 * i, 2 * i + 1),
+            RopeStyle::Neox => (i, i + pairs),
+        };
+        let (x0, x1) = (row[a], row[b]);
+        row[a] = x0 * c as f64 - x1 * s as f64;
+        row[b] = x0 * s as f64 + x1 * c as f64;
+    }
+}
+
+struct QkCase {
+    n_heads: u32,
+    n_kv_heads: u32,
+    head_dim: u32,
+    rot_dim: u32,
+    cache_len: u32,
+    pos: u32,
+    n_tokens: u32,
+    style: RopeStyle,
+    norm: bool,
+}
+
+fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
+    let (hd, n_tokens) = (case.head_dim as usize, case.n_tokens as usize);
+    let q_dim = case.n_heads as usize * hd;
+    let kv_dim = case.n_kv_heads as usize * hd;
+    let q: Vec<f32> = values(n_tokens * q_dim, 30).iter().map(|v| v * 3.0).collect();
+    let k: Vec<f32> = values(n_tokens * kv_dim, 31).iter().map(|v| v * 3.0).collect();
+    let v = values(n_tokens * kv_dim, 32);
+    let q_norm = values(hd, 33);
+    let k_norm = values(hd, 34);
+    let max_positions = 64;
+    let table = rope_table(10_000.0, case.rot_dim, max_positions, 1.0);
+    let gpu_table = RopeTable::new(ctx, 10_000.0, case.rot_dim, max_positions, 1.0);
+    let cache = KvCache::new(ctx, "test", case.cache_len, case.n_kv_heads, case.head_dim);
+    let (q_buf, k_buf, v_buf) = (f32_buffer(ctx, &q), f32_buffer(ctx, &k), f32_buffer(ctx, &v));
+    let (qn_buf, kn_buf) = (f32_buffer(ctx, &q_norm), f32_buffer(ctx, &k_norm));
+    let step = step_buffer(ctx, case.pos, case.n_tokens);
+    let eps = 1e-6;
+    let norms = case.norm.then_some(QkNorms { q: &qn_buf, k: &kn_buf, eps });
+    let mut ops = OpList::new();
+    let rows = QkvRows { q: &q_buf, k: &k_buf, v: &v_buf };
+    record_qk_rope_store(ctx, &mut ops, "qk", rows, norms, &gpu_table, case.style, &cache, &step, case.n_heads).unwrap();
+    run(ctx, &ops, case.n_tokens);
+
+    let transform = |x: &[f32], w: &[f32], pos: usize| -> Vec<f64> {
+        let mut row: Vec<f64> = if case.norm { rms_norm_reference(x, w, hd, eps) } else { x.iter().map(|&v| v as f64).collect() };
+        rotate_reference(&mut row, &table, pos, case.rot_dim as usize, case.style);
+        row
+    };
+    let mut expected_q = Vec::new();
+    let cache_floats = case.cache_len as usize * kv_dim;
+    let (mut expected_k, mut expected_v) = (vec![0.0f64; cache_floats], vec![0.0f64; cache_floats]);
+    let round = |x: f64| if cache.f16 { f16::from_f64(x).to_f64() } else { x };
+    for t in 0..n_tokens {
+        let pos = case.pos as usize + t;
+        for h in 0..case.n_heads as usize {
+            expected_q.extend(transform(&q[(t * case.n_heads as usize + h) * hd..][..hd], &q_norm, pos));
+        }
+        let slot = pos % case.cache_len as usize;
+        for h in 0..case.n_kv_heads as usize {
+            let src = (t * case.n_kv_heads as usize + h) * hd;
+            let dst = (slot * case.n_kv_heads as usize + h) * hd;
+            for (d, value) in transform(&k[src..][..hd], &k_norm, pos).into_iter().enumerate() {
+                expected_k[dst + d] = value;
+                expected_v[dst + d] = v[src + d] as f64;
+            }
+        }
+    }
+    let label = format!("{:?} norm {} f16 {}", case.style, case.norm, cache.f16);
+    // f32 norm and rotation as in the unfused kernels; the cache adds f16 rounding (2^-11 relative).
+    assert_close(&format!("q ({label})"), &ctx.read_f32(&q_buf, expected_q.len()).unwrap(), &expected_q, 1e-5, 1e-5);
+    let cache_tol = if cache.f16 { 1e-3 } else { 1e-5 };
+    let got_k = read_cache(ctx, &cache, &cache.k, cache_floats);
+    let got_v = read_cache(ctx, &cache, &cache.v, cache_floats);
+    for (i, ((gk, ek), (gv, ev))) in got_k.iter().zip(&expected_k).zip(got_v.iter().zip(&expected_v)).enumerate() {
+        assert!((gk - ek).abs() <= 1e-5 + cache_tol * ek.abs(), "k cache ({label})[{i}]: got {gk}, expected {ek}");
+        assert!((gv - round(*ev)).abs() <= 1e-6, "v cache ({label})[{i}]: got {gv}, expected {ev}");
+    }
+}
+
+#[test]
+fn fused_qk_norm_rope_store_matches_separate_steps() {
+    let cases = [
+        // Gemma-like: q/k norms, NEOX, 4:1 GQA, head_dim 256, a ring that wraps in the batch.
+        QkCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, rot_dim: 256, cache_len: 5, pos: 3, n_tokens: 3, style: RopeStyle::Neox, norm: true },
+        // Llama-like: no norms, interleaved pairs.
+        QkCase { n_heads: 3, n_kv_heads: 3, head_dim: 64, rot_dim: 64, cache_len: 32, pos: 9, n_tokens: 2, style: RopeStyle::Interleaved, norm: false },
+        // Partial rotation: dimensions past rot_dim pass through, in both styles.
+        QkCase { n_heads: 2, n_kv_heads: 1, head_dim: 32, rot_dim: 16, cache_len: 8, pos: 0, n_tokens: 1, style: RopeStyle::Neox, norm: true },
+        QkCase { n_heads: 2, n_kv_heads: 1, head_dim: 32, rot_dim: 16, cache_len: 8, pos: 40, n_tokens: 1, style: RopeStyle::Interleaved, norm: false },
+    ];
+    let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, ..Default::default() })];
+    for ctx in &contexts {
+        for case in &cases {
+            check_qk_rope_store(ctx, case);
+        }
+    }
+}
+
+#[test]
+fn fused_residual_norm_matches_add_then_norm() {
+    let ctx = gpu(GpuOptions::default());
+    let (dim, n_tokens, eps) = (1000usize, 3u32, 1e-6f32);
+    let count = dim * n_tokens as usize;
+    let block_out: Vec<f32> = values(count, 40).iter().map(|v| v * 5.0).collect();
+    let hidden = values(count, 41);
+    let post_w = values(dim, 42);
+    let next_w = values(dim, 43);
+    let step = step_buffer(&ctx, 0, n_tokens);
+    for post in [false, true] {
+        let (x_buf, h_buf) = (f32_buffer(&ctx, &block_out), f32_buffer(&ctx, &hidden));
+        let (post_buf, next_buf) = (f32_buffer(&ctx, &post_w), f32_buffer(&ctx, &next_w));
+        let normed = ctx.zeroed_storage("normed", (count * 4) as u64);
+        let mut ops = OpList::new();
+        let rows = ResidualRows { block_out: &x_buf, hidden: &h_buf, normed: &normed };
+        record_residual_norm(&ctx, &mut ops, "residual", rows, post.then_some(&post_buf), &next_buf, &step, dim as u32, eps).unwrap();
+        run(&ctx, &ops, n_tokens);
+        let added: Vec<f64> = if post { rms_norm_reference(&block_out, &post_w, dim, eps) } else { block_out.iter().map(|&v| v as f64).collect() };
+        let new_hidden: Vec<f64> = added.iter().zip(&hidden).map(|(a, &h)| a + h as f64).collect();
+        let as_f32: Vec<f32> = new_hidden.iter().map(|&v| v as f32).collect();
+        let expected_normed = rms_norm_reference(&as_f32, &next_w, dim, eps);
+        assert_close(&format!("hidden (post norm {post})"), &ctx.read_f32(&h_buf, count).unwrap(), &new_hidden, 1e-5, 1e-5);
+        assert_close(&format!("normed (post norm {post})"), &ctx.read_f32(&normed, count).unwrap(), &expected_normed, 1e-5, 1e-5);
+    }
 }

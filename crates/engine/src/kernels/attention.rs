@@ -1,7 +1,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{base_defines, make_dispatch, threads_per_token, workgroups_per_token, KernelError};
-use crate::gpu::{Define, GpuContext, OpList};
+use crate::gpu::{grid, Define, GpuContext, OpList, Workgroups};
 
 /// One layer's keys and values: [cache_len, n_kv_heads, head_dim], f16 where the adapter has
 /// shader-f16, else f32. Position p lives in slot p mod cache_len, so a sliding-window layer
@@ -88,12 +88,63 @@ pub fn record_attention(
     window: u32,
     scale: f32,
 ) -> Result<(), KernelError> {
-    if n_heads % cache.n_kv_heads != 0 {
-        return Err(KernelError::InvalidShape { kernel: "attention", message: format!("{n_heads} query heads are not a multiple of {} kv heads", cache.n_kv_heads) });
-    }
+    check_heads(cache, n_heads)?;
     let params = ctx.uniform_buffer(label, &AttentionParams { n_heads, n_kv_heads: cache.n_kv_heads, cache_len: cache.cache_len, window, scale, _pad: [0; 3] });
     let mut defines = cache.defines();
     defines.push(Define::u32("HEAD_DIM", cache.head_dim));
     ops.push(make_dispatch(ctx, label, "attention.wgsl", "main", &defines, &[queries, &cache.k, &cache.v, output, step, &params], workgroups_per_token(ctx, n_heads))?);
+    Ok(())
+}
+
+/// Most key slices per head in decode attention: with the 4 heads of the small Gemma models
+/// that is 128 workgroups, about one per SM of a large GPU.
+const MAX_KEY_SLICES: u32 = 32;
+/// Fewest keys a slice is sized for: shorter slices would leave most of a workgroup idle.
+const MIN_KEYS_PER_SLICE: u32 = 16;
+
+/// Key slices per head for a layer that sees at most `max_keys` keys.
+fn key_slices(max_keys: u32) -> u32 {
+    max_keys.div_ceil(MIN_KEYS_PER_SLICE).clamp(1, MAX_KEY_SLICES)
+}
+
+/// Records decode attention (a step of exactly one token) as in `record_attention`, split
+/// over the keys: one workgroup per (head, key slice), then one per head to merge the slices.
+#[allow(clippy::too_many_arguments)]
+pub fn record_decode_attention(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    cache: &KvCache,
+    queries: &wgpu::Buffer,
+    output: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    n_heads: u32,
+    window: u32,
+    scale: f32,
+) -> Result<(), KernelError> {
+    check_heads(cache, n_heads)?;
+    let max_keys = if window > 0 { window.min(cache.cache_len) } else { cache.cache_len };
+    let slices = key_slices(max_keys);
+    let params = ctx.uniform_buffer(label, &AttentionParams { n_heads, n_kv_heads: cache.n_kv_heads, cache_len: cache.cache_len, window, scale, _pad: [0; 3] });
+    let split_acc = ctx.zeroed_storage(&format!("{label} slice values"), u64::from(n_heads * slices * cache.head_dim) * 4);
+    let split_stats = ctx.zeroed_storage(&format!("{label} slice stats"), u64::from(n_heads * slices) * 8);
+    let mut defines = cache.defines();
+    defines.extend([Define::u32("HEAD_DIM", cache.head_dim), Define::u32("N_SPLITS", slices)]);
+    let max = ctx.caps.max_workgroups_per_dimension;
+    let partial_defines = [defines.as_slice(), &[Define::flag("SPLIT")]].concat();
+    let partial_buffers = [queries, &cache.k, &cache.v, &split_acc, &split_stats, step, &params];
+    ops.push(make_dispatch(ctx, &format!("{label} slices"), "attention.wgsl", "split_partial", &partial_defines, &partial_buffers, Workgroups::Fixed(grid(n_heads * slices, max)))?);
+    let merge_defines = [defines.as_slice(), &[Define::flag("MERGE")]].concat();
+    ops.push(make_dispatch(ctx, &format!("{label} merge"), "attention.wgsl", "split_combine", &merge_defines, &[&split_acc, &split_stats, output], Workgroups::Fixed(grid(n_heads, max)))?);
+    Ok(())
+}
+
+fn check_heads(cache: &KvCache, n_heads: u32) -> Result<(), KernelError> {
+    if n_heads % cache.n_kv_heads != 0 {
+        return Err(KernelError::InvalidShape { kernel: "attention", message: format!("{n_heads} query heads are not a multiple of {} kv heads", cache.n_kv_heads) });
+    }
+    if cache.head_dim % 4 != 0 {
+        return Err(KernelError::InvalidShape { kernel: "attention", message: format!("head dimension {} is not a multiple of 4", cache.head_dim) });
+    }
     Ok(())
 }

@@ -6,6 +6,8 @@ use crate::gpu::PipelineError;
 pub mod attention;
 pub mod elementwise;
 pub mod embedding;
+pub mod fused_norm;
+pub mod fused_qk;
 pub mod matmul;
 pub mod norm;
 pub mod rope;

@@ -2,9 +2,10 @@ use super::{config::Architecture, gemma3, llama, ModelConfig, ModelError, ModelW
 use crate::{
     gpu::{GpuContext, GpuMatrix, OpList},
     kernels::{
-        attention::KvCache,
+        attention::{record_attention, record_decode_attention, KvCache},
         elementwise::record_copy_last_row,
         embedding::record_embedding,
+        fused_norm::{record_residual_norm, ResidualRows},
         matmul::{record_matmul, record_matvec},
         norm::{record_rms_norm, NormOutput},
         rope::RopeTable,
@@ -89,10 +90,29 @@ impl LayerContext<'_> {
         }
     }
 
-    /// `output = rmsnorm(input) · weight` (or added to / in place, per `output`).
-    pub fn rms_norm(&self, ops: &mut OpList, label: &str, input: &wgpu::Buffer, weight: &wgpu::Buffer, output: NormOutput, dim: u32, rows_per_token: u32) -> Result<(), KernelError> {
-        record_rms_norm(self.ctx, ops, label, input, weight, output, &self.acts.step, dim, rows_per_token, self.config.rms_eps)
+    /// Attention of `acts.q` over `cache` into `acts.attention`: split over the keys in decode.
+    pub fn attention(&self, ops: &mut OpList, label: &str, cache: &KvCache, window: u32) -> Result<(), KernelError> {
+        let (acts, config) = (self.acts, self.config);
+        let scale = 1.0 / (config.head_dim as f32).sqrt();
+        match self.mode {
+            ForwardMode::Decode => record_decode_attention(self.ctx, ops, label, cache, &acts.q, &acts.attention, &acts.step, config.n_heads, window, scale),
+            ForwardMode::Prefill => record_attention(self.ctx, ops, label, cache, &acts.q, &acts.attention, &acts.step, config.n_heads, window, scale),
+        }
     }
+
+    /// Closes a block: adds `acts.projection` (post-normed, for Gemma) to `acts.hidden`, then
+    /// writes the next pre-norm of `acts.hidden` to `acts.normed`.
+    pub fn residual_norm(&self, ops: &mut OpList, label: &str, ends: LayerEnds) -> Result<(), KernelError> {
+        let acts = self.acts;
+        let rows = ResidualRows { block_out: &acts.projection, hidden: &acts.hidden, normed: &acts.normed };
+        record_residual_norm(self.ctx, ops, label, rows, ends.post_norm, ends.next_norm, &acts.step, self.config.hidden, self.config.rms_eps)
+    }
+}
+
+/// The norms around a residual add: the block's own post-norm (Gemma) and the next pre-norm.
+pub(super) struct LayerEnds<'a> {
+    pub post_norm: Option<&'a wgpu::Buffer>,
+    pub next_norm: &'a wgpu::Buffer,
 }
 
 /// A session's forward pass: its KV cache, activations and the recorded op lists for a
@@ -143,17 +163,21 @@ impl ForwardGraph {
             Architecture::Llama => 1.0,
         };
         record_embedding(ctx, &mut ops, "embedding", &weights.token_embedding, &acts.tokens, &acts.hidden, &acts.step, embedding_scale, acts.max_tokens)?;
+        // Each layer leaves the next one's attention pre-norm (the output norm after the last
+        // layer) in `normed`, fused with its final residual add; only the first needs its own.
+        let first_norm = weights.layers.first().map_or(&weights.output_norm, |layer| &layer.attn_norm);
+        record_rms_norm(ctx, &mut ops, "blk.0.attn_norm", &acts.hidden, first_norm, NormOutput::To(&acts.normed), &acts.step, config.hidden, 1, config.rms_eps)?;
         for (index, (layer, cache)) in weights.layers.iter().zip(&self.caches).enumerate() {
+            let next_norm = weights.layers.get(index + 1).map_or(&weights.output_norm, |next| &next.attn_norm);
             let index = index as u32;
             match config.architecture {
                 Architecture::Gemma3 => {
                     let table = if config.is_sliding_layer(index) { rope.local.expect("Gemma 3 has a local RoPE table") } else { rope.global };
-                    gemma3::record_layer(&layer_ctx, &mut ops, index, layer, cache, table)?
+                    gemma3::record_layer(&layer_ctx, &mut ops, index, layer, cache, table, next_norm)?
                 }
-                Architecture::Llama => llama::record_layer(&layer_ctx, &mut ops, index, layer, cache, rope.global)?,
+                Architecture::Llama => llama::record_layer(&layer_ctx, &mut ops, index, layer, cache, rope.global, next_norm)?,
             }
         }
-        layer_ctx.rms_norm(&mut ops, "output norm", &acts.hidden, &weights.output_norm, NormOutput::To(&acts.normed), config.hidden, 1)?;
         record_copy_last_row(ctx, &mut ops, "last token", &acts.normed, &acts.last_normed, &acts.step, config.hidden)?;
         record_matvec(ctx, &mut ops, "lm head", weights.lm_head(), &acts.last_normed, 0, &acts.logits, 0)?;
         Ok(ops)

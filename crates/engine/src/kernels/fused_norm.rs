@@ -1,0 +1,54 @@
+//! A residual connection fused with the RMSNorm that follows it: one dispatch where the
+//! unfused path has two (Llama: add, norm) or three (Gemma: post-norm added to the residual,
+//! then the next pre-norm).
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{make_dispatch, workgroups_per_token, KernelError};
+use crate::gpu::{Define, GpuContext, OpList};
+
+/// Threads per workgroup: one workgroup covers a whole hidden row of 640 to 2048+ values.
+const WORKGROUP_SIZE: u32 = 256;
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct ResidualNormParams {
+    dim: u32,
+    eps: f32,
+    _pad: [u32; 2],
+}
+
+/// The buffers of a residual step, all [n_tokens, dim].
+pub struct ResidualRows<'a> {
+    /// The block's output.
+    pub block_out: &'a wgpu::Buffer,
+    /// The residual stream, updated in place.
+    pub hidden: &'a wgpu::Buffer,
+    /// Receives the normed residual stream.
+    pub normed: &'a wgpu::Buffer,
+}
+
+/// Records `hidden += post_norm.map_or(block_out, |w| rmsnorm(block_out)·w)` and then
+/// `normed = rmsnorm(hidden)·next_norm`, per token of the step.
+#[allow(clippy::too_many_arguments)]
+pub fn record_residual_norm(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    rows: ResidualRows,
+    post_norm: Option<&wgpu::Buffer>,
+    next_norm: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    dim: u32,
+    eps: f32,
+) -> Result<(), KernelError> {
+    let params = ctx.uniform_buffer(label, &ResidualNormParams { dim, eps, _pad: [0; 2] });
+    let mut defines = vec![Define::u32("WG", WORKGROUP_SIZE)];
+    let mut buffers = vec![rows.block_out, rows.hidden, next_norm, rows.normed, step, &params];
+    if let Some(post_norm) = post_norm {
+        defines.push(Define::flag("POST_NORM"));
+        buffers.push(post_norm);
+    }
+    ops.push(make_dispatch(ctx, label, "fused_residual_norm.wgsl", "main", &defines, &buffers, workgroups_per_token(ctx, 1))?);
+    Ok(())
+}

@@ -1,0 +1,131 @@
+// The attention block's per-head work between the q/k/v projections and attention, in one
+// dispatch: optional per-head RMSNorm of q and k (QK_NORM, Gemma), RoPE of q and k, and the
+// store of k and v into the KV cache. One workgroup per (token, row): rows 0..n_heads are the
+// query heads (rotated in place), rows n_heads.. the kv heads (rotated k and plain v go to
+// cache slot (pos + token) mod cache_len). The math and its order match the separate
+// rmsnorm, rope and kv_store kernels.
+#include "step.wgsl"
+
+#ifdef F16
+alias kv_t = f16;
+#else
+alias kv_t = f32;
+#endif
+
+struct Params {
+    n_heads: u32,
+    n_kv_heads: u32,
+    rot_dim: u32,
+    max_positions: u32,
+    cache_len: u32,
+    eps: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+// q: [n_tokens, n_heads, HEAD_DIM]; k, v: [n_tokens, n_kv_heads, HEAD_DIM].
+@group(0) @binding(0) var<storage, read_write> q: array<f32>;
+@group(0) @binding(1) var<storage, read> k: array<f32>;
+@group(0) @binding(2) var<storage, read> v: array<f32>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<kv_t>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<kv_t>;
+// [max_positions, rot_dim / 2] of (cos θ, sin θ).
+@group(0) @binding(5) var<storage, read> table: array<vec2<f32>>;
+@group(0) @binding(6) var<storage, read> step: Step;
+@group(0) @binding(7) var<uniform> params: Params;
+#ifdef QK_NORM
+@group(0) @binding(8) var<storage, read> q_norm: array<f32>;
+@group(0) @binding(9) var<storage, read> k_norm: array<f32>;
+#endif
+
+var<workgroup> row: array<f32, HEAD_DIM>;
+var<workgroup> partial: array<f32, WG>;
+
+// Element d of the row after the norm (when QK_NORM), before rotation.
+fn normed(d: u32, scale: f32, is_query: bool) -> f32 {
+#ifdef QK_NORM
+    if (is_query) {
+        return row[d] * scale * q_norm[d];
+    }
+    return row[d] * scale * k_norm[d];
+#else
+    return row[d];
+#endif
+}
+
+// Element d of the rotated row: NEOX pairs (i, i + rot_dim/2), else (2i, 2i + 1); elements
+// past rot_dim pass through.
+fn rotated(d: u32, scale: f32, is_query: bool, cs_base: u32) -> f32 {
+    let x = normed(d, scale, is_query);
+    if (d >= params.rot_dim) {
+        return x;
+    }
+    let half = params.rot_dim / 2u;
+#ifdef NEOX
+    if (d < half) {
+        let cs = table[cs_base + d];
+        return x * cs.x - normed(d + half, scale, is_query) * cs.y;
+    }
+    let cs = table[cs_base + d - half];
+    return normed(d - half, scale, is_query) * cs.y + x * cs.x;
+#else
+    let cs = table[cs_base + d / 2u];
+    if ((d & 1u) == 0u) {
+        return x * cs.x - normed(d + 1u, scale, is_query) * cs.y;
+    }
+    return normed(d - 1u, scale, is_query) * cs.y + x * cs.x;
+#endif
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let rows_per_token = params.n_heads + params.n_kv_heads;
+    let item = wid.x + wid.y * nwg.x;
+    if (item >= step.n_tokens * rows_per_token) {
+        return;
+    }
+    let token = item / rows_per_token;
+    let head = item % rows_per_token;
+    let is_query = head < params.n_heads;
+    let kv_head = head - params.n_heads;
+    let q_base = (token * params.n_heads + head) * HEAD_DIM;
+    let kv_base = (token * params.n_kv_heads + kv_head) * HEAD_DIM;
+
+    var sum = 0.0;
+    for (var d = lid; d < HEAD_DIM; d += WG) {
+        var x: f32;
+        if (is_query) {
+            x = q[q_base + d];
+        } else {
+            x = k[kv_base + d];
+        }
+        row[d] = x;
+        sum += x * x;
+    }
+    partial[lid] = sum;
+    workgroupBarrier();
+#ifdef QK_NORM
+    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
+        if (lid < stride) {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    let scale = inverseSqrt(partial[0] / f32(HEAD_DIM) + params.eps);
+#else
+    let scale = 1.0;
+#endif
+
+    let pos = step.pos + token;
+    let cs_base = min(pos, params.max_positions - 1u) * (params.rot_dim / 2u);
+    let slot_base = ((pos % params.cache_len) * params.n_kv_heads + kv_head) * HEAD_DIM;
+    for (var d = lid; d < HEAD_DIM; d += WG) {
+        let y = rotated(d, scale, is_query, cs_base);
+        if (is_query) {
+            q[q_base + d] = y;
+        } else {
+            k_cache[slot_base + d] = kv_t(y);
+            v_cache[slot_base + d] = kv_t(v[kv_base + d]);
+        }
+    }
+}

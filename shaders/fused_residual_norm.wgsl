@@ -1,0 +1,70 @@
+// The residual connection and the next RMSNorm in one dispatch, one workgroup per token:
+//   hidden += POST_NORM ? rmsnorm(x)·post_w : x   (Gemma's post-norms; plain add for Llama)
+//   normed  = rmsnorm(hidden)·next_w               (the next block's pre-norm)
+// Each thread rereads only the hidden values it wrote itself, so the two passes need no
+// barrier beyond the reductions. Same math and order as rmsnorm.wgsl + elementwise add.
+#include "step.wgsl"
+
+struct Params {
+    dim: u32,
+    eps: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> hidden: array<f32>;
+@group(0) @binding(2) var<storage, read> next_w: array<f32>;
+@group(0) @binding(3) var<storage, read_write> normed: array<f32>;
+@group(0) @binding(4) var<storage, read> step: Step;
+@group(0) @binding(5) var<uniform> params: Params;
+#ifdef POST_NORM
+@group(0) @binding(6) var<storage, read> post_w: array<f32>;
+#endif
+
+var<workgroup> partial: array<f32, WG>;
+
+fn rms_scale(lid: u32, sum_of_squares: f32) -> f32 {
+    partial[lid] = sum_of_squares;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
+        if (lid < stride) {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    let scale = inverseSqrt(partial[0] / f32(params.dim) + params.eps);
+    workgroupBarrier();
+    return scale;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let token = wid.x + wid.y * nwg.x;
+    if (token >= step.n_tokens) {
+        return;
+    }
+    let base = token * params.dim;
+#ifdef POST_NORM
+    var x_squares = 0.0;
+    for (var i = lid; i < params.dim; i += WG) {
+        let v = x[base + i];
+        x_squares += v * v;
+    }
+    let post_scale = rms_scale(lid, x_squares);
+#endif
+    var h_squares = 0.0;
+    for (var i = lid; i < params.dim; i += WG) {
+#ifdef POST_NORM
+        let h = hidden[base + i] + x[base + i] * post_scale * post_w[i];
+#else
+        let h = hidden[base + i] + x[base + i];
+#endif
+        hidden[base + i] = h;
+        h_squares += h * h;
+    }
+    let scale = rms_scale(lid, h_squares);
+    for (var i = lid; i < params.dim; i += WG) {
+        normed[base + i] = hidden[base + i] * scale * next_w[i];
+    }
+}
