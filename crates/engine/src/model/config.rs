@@ -1,7 +1,10 @@
 use serde::Serialize;
 
 use super::ModelError;
-use crate::gguf::{GgmlType, GgufFile, TensorInfo};
+use crate::{
+    gguf::{GgmlType, GgufFile, TensorInfo},
+    kernels::matmul::SUPPORTED_TYPES,
+};
 
 /// The architectures the engine runs; anything else is refused at load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -171,23 +174,9 @@ impl ModelConfig {
     }
 }
 
-/// The weight types the engine has kernels for.
-pub const SUPPORTED_WEIGHT_TYPES: [GgmlType; 10] = [
-    GgmlType::F32,
-    GgmlType::F16,
-    GgmlType::BF16,
-    GgmlType::Q8_0,
-    GgmlType::Q4_0,
-    GgmlType::Q4_1,
-    GgmlType::Q5_0,
-    GgmlType::Q4_K,
-    GgmlType::Q5_K,
-    GgmlType::Q6_K,
-];
-
 fn check_weight_type(info: &TensorInfo) -> Result<(), ModelError> {
     let is_norm = info.dims.len() == 1;
-    if (is_norm && info.ggml_type != GgmlType::F32) || !SUPPORTED_WEIGHT_TYPES.contains(&info.ggml_type) {
+    if (is_norm && info.ggml_type != GgmlType::F32) || !SUPPORTED_TYPES.contains(&info.ggml_type) {
         return Err(ModelError::UnsupportedTensorType { name: info.name.clone(), ty: info.ggml_type.name() });
     }
     Ok(())

@@ -7,7 +7,7 @@ mod gemma3;
 mod llama;
 mod weights;
 
-pub use config::{Architecture, ModelConfig, SUPPORTED_WEIGHT_TYPES};
+pub use config::{Architecture, ModelConfig};
 pub use forward::{Activations, ForwardGraph, ForwardMode, StepTail};
 pub use weights::{LayerWeights, ModelWeights};
 
