@@ -18,34 +18,58 @@ alias kv_t = f32;
 #endif
 
 #ifdef MERGE
-// [n_heads, N_SPLITS, HEAD_DIM] weighted value sums and [n_heads, N_SPLITS] (max, sum).
-@group(0) @binding(0) var<storage, read> split_acc: array<f32>;
+// [n_heads, N_SPLITS, HEAD_DIM / 4] weighted value sums and [n_heads, N_SPLITS] (max, sum).
+@group(0) @binding(0) var<storage, read> split_acc: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> split_stats: array<vec2<f32>>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
 
-// One workgroup per head: rescales every slice to the overall max and normalizes.
+const COLUMNS = HEAD_DIM / 4u;
+const GROUPS = WG / COLUMNS;
+
+var<workgroup> weights: array<f32, N_SPLITS>;
+var<workgroup> group_sums: array<vec4<f32>, WG>;
+
+// One workgroup per head: rescales every slice to the overall max and normalizes. Thread
+// (group g, column c) sums slices g, g + GROUPS, … of column c, so no thread walks all slices.
 @compute @workgroup_size(WG)
 fn split_combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let head = wid.x;
     let stats_base = head * N_SPLITS;
+    var stats = vec2<f32>(-3.0e38, 0.0);
+    if (lid < N_SPLITS) {
+        stats = split_stats[stats_base + lid];
+        weights[lid] = stats.x;
+    }
+    workgroupBarrier();
     var overall_max = -3.0e38;
     for (var s = 0u; s < N_SPLITS; s++) {
-        overall_max = max(overall_max, split_stats[stats_base + s].x);
+        overall_max = max(overall_max, weights[s]);
     }
+    workgroupBarrier();
+    if (lid < N_SPLITS) {
+        // An empty slice has sum 0 and all-zero values: weight 0.
+        weights[lid] = select(0.0, exp(stats.x - overall_max), stats.y > 0.0);
+        group_sums[lid] = vec4<f32>(stats.y * weights[lid]);
+    }
+    workgroupBarrier();
     var total = 0.0;
     for (var s = 0u; s < N_SPLITS; s++) {
-        let stats = split_stats[stats_base + s];
-        total += stats.y * exp(stats.x - overall_max);
+        total += group_sums[s].x;
     }
-    for (var d = lid; d < HEAD_DIM; d += WG) {
-        var value = 0.0;
-        for (var s = 0u; s < N_SPLITS; s++) {
-            let stats = split_stats[stats_base + s];
-            if (stats.y > 0.0) {
-                value += split_acc[(stats_base + s) * HEAD_DIM + d] * exp(stats.x - overall_max);
-            }
+    workgroupBarrier();
+    let column = lid % COLUMNS;
+    let group = lid / COLUMNS;
+    var value = vec4<f32>(0.0);
+    for (var s = group; s < N_SPLITS; s += GROUPS) {
+        value += split_acc[(stats_base + s) * COLUMNS + column] * weights[s];
+    }
+    group_sums[lid] = value;
+    workgroupBarrier();
+    if (group == 0u) {
+        for (var g = 1u; g < GROUPS; g++) {
+            value += group_sums[g * COLUMNS + column];
         }
-        out[head * HEAD_DIM + d] = value / total;
+        out[head * COLUMNS + column] = value / total;
     }
 }
 #else
@@ -63,13 +87,14 @@ struct Params {
 // q and out: [n_tokens, n_heads, HEAD_DIM]; caches: [cache_len, n_kv_heads, HEAD_DIM].
 @group(0) @binding(0) var<storage, read> q: array<f32>;
 @group(0) @binding(1) var<storage, read> k_cache: array<vec4<kv_t>>;
-@group(0) @binding(2) var<storage, read> v_cache: array<kv_t>;
 #ifdef SPLIT
-@group(0) @binding(3) var<storage, read_write> split_acc: array<f32>;
+@group(0) @binding(2) var<storage, read> v_cache: array<vec4<kv_t>>;
+@group(0) @binding(3) var<storage, read_write> split_acc: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> split_stats: array<vec2<f32>>;
 @group(0) @binding(5) var<storage, read> step: Step;
 @group(0) @binding(6) var<uniform> params: Params;
 #else
+@group(0) @binding(2) var<storage, read> v_cache: array<kv_t>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> step: Step;
 @group(0) @binding(5) var<uniform> params: Params;
@@ -110,20 +135,29 @@ fn reduce_sum(lid: u32, value: f32) -> f32 {
     return result;
 }
 
-// Online-softmax state of one workgroup: the max and sum of its scores, and its thread's
-// output dimensions lid + i·WG weighted by exp(score - max), not yet divided by the sum.
-struct Attended {
-    max: f32,
-    sum: f32,
-    acc: array<f32, DIMS_PER_THREAD>,
-}
-
 fn load_query(lid: u32, q_base: u32) {
     for (var d = lid; d < HEAD_DIM / 4u; d += WG) {
         let i = q_base + 4u * d;
         q_shared[d] = vec4<f32>(q[i], q[i + 1u], q[i + 2u], q[i + 3u]) * params.scale;
     }
     workgroupBarrier();
+}
+
+// The first key position a query at `q_pos` sees.
+fn first_key(q_pos: u32) -> u32 {
+    if (params.window > 0u && q_pos + 1u > params.window) {
+        return q_pos + 1u - params.window;
+    }
+    return 0u;
+}
+
+#ifndef SPLIT
+// Online-softmax state of one workgroup: the max and sum of its scores, and its thread's
+// output dimensions lid + i·WG weighted by exp(score - max), not yet divided by the sum.
+struct Attended {
+    max: f32,
+    sum: f32,
+    acc: array<f32, DIMS_PER_THREAD>,
 }
 
 // Attends the query in q_shared over key positions first..end of kv head `kv_head`.
@@ -174,15 +208,6 @@ fn attend(lid: u32, kv_head: u32, first: u32, end: u32) -> Attended {
     return state;
 }
 
-// The first key position a query at `q_pos` sees.
-fn first_key(q_pos: u32) -> u32 {
-    if (params.window > 0u && q_pos + 1u > params.window) {
-        return q_pos + 1u - params.window;
-    }
-    return 0u;
-}
-
-#ifndef SPLIT
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let item = wid.x + wid.y * nwg.x;
@@ -203,7 +228,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
 }
 #else
-// Workgroup (head, slice) for the step's single token; an empty slice leaves sum 0.
+const COLUMNS = HEAD_DIM / 4u;
+const GROUPS = WG / COLUMNS;
+
+var<workgroup> group_sums: array<vec4<f32>, WG>;
+
+// Workgroup (head, slice) for the step's single token; an empty slice leaves sum 0. Scores
+// are one key per thread; for the values, thread (group g, column c) sums keys g, g + GROUPS,
+// … of vec4 column c, which keeps each thread's chain of dependent loads short.
 @compute @workgroup_size(WG)
 fn split_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let head = wid.x / N_SPLITS;
@@ -214,16 +246,53 @@ fn split_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     let slice_first = min(first + slice * keys_per_slice, q_pos + 1u);
     let slice_end = min(slice_first + keys_per_slice, q_pos + 1u);
     load_query(lid, head * HEAD_DIM);
-    let state = attend(lid, head / (params.n_heads / params.n_kv_heads), slice_first, slice_end);
-    let item = head * N_SPLITS + slice;
-    for (var i = 0u; i < DIMS_PER_THREAD; i++) {
-        let d = lid + i * WG;
-        if (d < HEAD_DIM) {
-            split_acc[item * HEAD_DIM + d] = state.acc[i];
+    let kv_stride = params.n_kv_heads * COLUMNS;
+    let kv_base = (head / (params.n_heads / params.n_kv_heads)) * COLUMNS;
+    let column = lid % COLUMNS;
+    let group = lid / COLUMNS;
+
+    var running_max = NO_SCORE;
+    var running_sum = 0.0;
+    var acc = vec4<f32>(0.0);
+    for (var tile = slice_first; tile < slice_end; tile += WG) {
+        let key_pos = tile + lid;
+        var score = NO_SCORE;
+        if (key_pos < slice_end) {
+            let k_base = (key_pos % params.cache_len) * kv_stride + kv_base;
+            var dot4 = vec4<f32>(0.0);
+            for (var d = 0u; d < COLUMNS; d++) {
+                dot4 += q_shared[d] * vec4<f32>(k_cache[k_base + d]);
+            }
+            score = dot4.x + dot4.y + dot4.z + dot4.w;
         }
+        let new_max = max(running_max, reduce_max(lid, score));
+        var p = 0.0;
+        if (key_pos < slice_end) {
+            p = exp(score - new_max);
+        }
+        probs[lid] = p;
+        let tile_sum = reduce_sum(lid, p);
+        let correction = exp(running_max - new_max);
+        running_sum = running_sum * correction + tile_sum;
+        running_max = new_max;
+        acc *= correction;
+        let keys_in_tile = min(WG, slice_end - tile);
+        for (var j = group; j < keys_in_tile; j += GROUPS) {
+            acc += probs[j] * vec4<f32>(v_cache[((tile + j) % params.cache_len) * kv_stride + kv_base + column]);
+        }
+        workgroupBarrier();
+    }
+    group_sums[lid] = acc;
+    workgroupBarrier();
+    let item = head * N_SPLITS + slice;
+    if (group == 0u) {
+        for (var g = 1u; g < GROUPS; g++) {
+            acc += group_sums[g * COLUMNS + column];
+        }
+        split_acc[item * COLUMNS + column] = acc;
     }
     if (lid == 0u) {
-        split_stats[item] = vec2<f32>(state.max, state.sum);
+        split_stats[item] = vec2<f32>(running_max, running_sum);
     }
 }
 #endif

@@ -191,7 +191,9 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
 
     // History goes in batches no larger than the step under test, as the engine's prefill
     // does: a ring holds window + one batch, so a single larger batch would overwrite itself.
-    let mut batches: Vec<(u32, u32)> = (0..case.history).step_by(case.n_tokens as usize).map(|p| (p, case.n_tokens.min(case.history - p))).collect();
+    // A cache that is no ring takes the history in one batch.
+    let batch = if case.cache_len >= case.history + case.n_tokens { case.history.max(1) } else { case.n_tokens };
+    let mut batches: Vec<(u32, u32)> = (0..case.history).step_by(batch as usize).map(|p| (p, batch.min(case.history - p))).collect();
     batches.push((case.history, case.n_tokens));
     for (pos, n) in batches {
         let range = pos as usize * kv_dim..(pos + n) as usize * kv_dim;
@@ -246,6 +248,8 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
         AttentionCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, window: 600, cache_len: 601, history: 700, n_tokens: 1, split: true },
         // Many slices of long keys: 3000 keys over 32 slices of 94 (two tiles each).
         AttentionCase { n_heads: 2, n_kv_heads: 1, head_dim: 64, window: 0, cache_len: 4096, history: 2999, n_tokens: 1, split: true },
+        // Slices of 300 keys: more than one 256-key tile each, so the online softmax rescales.
+        AttentionCase { n_heads: 2, n_kv_heads: 1, head_dim: 64, window: 0, cache_len: 9600, history: 9599, n_tokens: 1, split: true },
     ];
     let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, ..Default::default() })];
     for ctx in &contexts {

@@ -99,6 +99,9 @@ pub fn record_attention(
 /// Most key slices per head in decode attention: with the 4 heads of the small Gemma models
 /// that is 128 workgroups, about one per SM of a large GPU.
 const MAX_KEY_SLICES: u32 = 32;
+/// Threads of the split kernels: a multiple of the vec4 columns of a head (64 for head_dim 256),
+/// so several groups of threads share a slice's values. At least MAX_KEY_SLICES.
+const SPLIT_WORKGROUP_SIZE: u32 = 256;
 /// Fewest keys a slice is sized for: shorter slices would leave most of a workgroup idle.
 const MIN_KEYS_PER_SLICE: u32 = 16;
 
@@ -123,13 +126,20 @@ pub fn record_decode_attention(
     scale: f32,
 ) -> Result<(), KernelError> {
     check_heads(cache, n_heads)?;
+    let columns = cache.head_dim / 4;
+    if columns > SPLIT_WORKGROUP_SIZE || SPLIT_WORKGROUP_SIZE % columns != 0 {
+        // The split kernels give each thread one vec4 column of a head; other head sizes
+        // take the general kernel, which handles a single token as well.
+        return record_attention(ctx, ops, label, cache, queries, output, step, n_heads, window, scale);
+    }
     let max_keys = if window > 0 { window.min(cache.cache_len) } else { cache.cache_len };
     let slices = key_slices(max_keys);
     let params = ctx.uniform_buffer(label, &AttentionParams { n_heads, n_kv_heads: cache.n_kv_heads, cache_len: cache.cache_len, window, scale, _pad: [0; 3] });
     let split_acc = ctx.zeroed_storage(&format!("{label} slice values"), u64::from(n_heads * slices * cache.head_dim) * 4);
     let split_stats = ctx.zeroed_storage(&format!("{label} slice stats"), u64::from(n_heads * slices) * 8);
     let mut defines = cache.defines();
-    defines.extend([Define::u32("HEAD_DIM", cache.head_dim), Define::u32("N_SPLITS", slices)]);
+    defines.retain(|d| d.name != "WG");
+    defines.extend([Define::u32("WG", SPLIT_WORKGROUP_SIZE), Define::u32("HEAD_DIM", cache.head_dim), Define::u32("N_SPLITS", slices)]);
     let max = ctx.caps.max_workgroups_per_dimension;
     let partial_defines = [defines.as_slice(), &[Define::flag("SPLIT")]].concat();
     let partial_buffers = [queries, &cache.k, &cache.v, &split_acc, &split_stats, step, &params];
