@@ -42,9 +42,10 @@ struct SamplerLayout {
     stop_count: u32,
     // Slices of SLICE tokens covering the vocabulary: one workgroup of the first pass each.
     slices: u32,
+    // How many of its best logits each slice reports in candidate mode, for the threshold.
+    tops_per_slice: u32,
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 // The sampler's own small state, shared between its kernels.
@@ -55,7 +56,9 @@ struct SamplerState {
     chosen: u32,
     // How many entries of `kept` the last candidate-mode draw chose among (0 otherwise).
     kept: u32,
-    _pad: u32,
+    // Candidate mode: at least CANDIDATES tokens have a logit >= threshold, so no token below
+    // it can be a candidate (sampling_threshold.wgsl).
+    threshold: f32,
 }
 
 struct Candidate {

@@ -12,11 +12,13 @@
 @group(0) @binding(2) var<storage, read_write> state: SamplerState;
 @group(0) @binding(3) var<storage, read> step: Step;
 @group(0) @binding(4) var<storage, read> partials: array<Partial>;
+// The last merge round's list: the vocabulary's best tokens, best first, and its length.
 @group(0) @binding(5) var<storage, read> candidates: array<Candidate>;
+@group(0) @binding(6) var<storage, read> candidate_count: array<u32>;
 // The tokens a candidate-mode draw chose among, best first, with their probabilities.
-@group(0) @binding(6) var<storage, read_write> kept: array<Candidate>;
-@group(0) @binding(7) var<uniform> params: SamplingUniform;
-@group(0) @binding(8) var<uniform> sizes: SamplerLayout;
+@group(0) @binding(7) var<storage, read_write> kept: array<Candidate>;
+@group(0) @binding(8) var<uniform> params: SamplingUniform;
+@group(0) @binding(9) var<uniform> sizes: SamplerLayout;
 
 #include "sampling_reduce.wgsl"
 #include "sampling_sort.wgsl"
@@ -146,7 +148,7 @@ fn draw_full(u: f32) -> u32 {
 }
 
 fn draw_candidates(u: f32) -> u32 {
-    let n = min(sizes.vocab, CANDIDATES);
+    let n = min(candidate_count[0], CANDIDATES);
     let top = candidates[0].value;
     for (var i = thread; i < n; i += WG) {
         let d = candidates[i].value - top;

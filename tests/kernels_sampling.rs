@@ -5,8 +5,8 @@
 //! - top-k / top-p / min-p: exactly the CPU's candidate set, in order; probabilities within
 //!   1e-5 absolute (f32 exp and sums on the GPU, f64 on the CPU);
 //! - draws: each one is the token a CPU inverse-CDF draw with the same counter-based random
-//!   number picks (up to draws within 1e-5 of a CDF step), and 2,000-draw frequencies pass a
-//!   chi-square test at p = 0.001;
+//!   number picks (up to draws within 1e-5 of a CDF step), and the frequencies of 2,000 draws
+//!   (400 in candidate mode) pass a chi-square test at p = 0.001;
 //! - the finish-step kernel's effect on the step, the next input, the ring and stop tokens.
 
 use std::sync::Arc;
@@ -34,7 +34,19 @@ fn gpu(options: GpuOptions) -> Arc<GpuContext> {
 fn contexts() -> Vec<Arc<GpuContext>> {
     let fallback = gpu(GpuOptions { disable_subgroups: true, ..Default::default() });
     assert!(!fallback.caps.subgroups);
-    vec![gpu(GpuOptions::default()), fallback]
+    let contexts = vec![gpu(GpuOptions::default()), fallback];
+    for ctx in &contexts {
+        warm_up(ctx);
+    }
+    contexts
+}
+
+/// On lavapipe (Mesa 22.3) a context's sampling steps run about ten times slower until one
+/// candidate-mode step has run in it (cause not established; steady-state speed is the same
+/// either way): run one first, so the many-step tests take seconds rather than half a minute.
+fn warm_up(ctx: &Arc<GpuContext>) {
+    let harness = Harness::new(ctx, 16, &[], 16);
+    harness.sample(&SamplingParams { temperature: 1.0, top_k: 2, ..SamplingParams::default() }, &[], 1);
 }
 
 fn label(ctx: &GpuContext) -> &'static str {
@@ -350,9 +362,7 @@ fn top_k_top_p_and_min_p_keep_the_cpu_candidate_sets() {
             let harness = Harness::new(&ctx, vocab, &[], 16);
             let logits = peaked_logits(&mut rng, vocab, 60);
             harness.set_logits(&logits);
-            // Gemma's vocabulary (four merge rounds) with two cases, to keep lavapipe quick.
-            let case_count = if vocab > 100_000 { 2 } else { cases.len() };
-            for params in &cases[..case_count] {
+            for params in &cases {
                 harness.sample(params, &[], 1);
                 let actual = harness.sampler.last_candidates(&ctx).unwrap();
                 // Top-k of the whole vocabulary is off: a full-distribution draw keeps no list.
@@ -364,6 +374,34 @@ fn top_k_top_p_and_min_p_keep_the_cpu_candidate_sets() {
                     assert!((*p as f64 - q).abs() <= PROBABILITY_TOLERANCE, "{context}: probability {p} vs {q}");
                 }
             }
+        }
+    }
+}
+
+/// The threshold is exact when each slice reports enough of its best logits; when the best
+/// tokens crowd into a few slices, or tie, it is looser and more tokens are sorted, but the
+/// candidates must be the same.
+#[test]
+fn candidate_sets_stay_exact_when_the_best_tokens_cluster_or_tie() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let params = SamplingParams { temperature: 1.0, top_k: 200, ..SamplingParams::default() };
+    let vocab = 40_000;
+    let mut clustered = random_logits(&mut rng, vocab, 1.0);
+    for logit in &mut clustered[20_000..20_700] {
+        *logit += 3.0;
+    }
+    let mut tied = vec![0.5f32; vocab];
+    tied[39_999] = 1.0;
+    let mut negative_ties = vec![f32::NEG_INFINITY; vocab];
+    negative_ties[12_345] = -1.0;
+    for ctx in contexts() {
+        let harness = Harness::new(&ctx, vocab, &[], 16);
+        for (name, logits) in [("clustered", &clustered), ("tied", &tied), ("all but one -inf", &negative_ties)] {
+            harness.set_logits(logits);
+            harness.sample(&params, &[], 1);
+            let actual: Vec<u32> = harness.sampler.last_candidates(&ctx).unwrap().iter().map(|c| c.0).collect();
+            let expected: Vec<u32> = candidates_reference(logits, &params).iter().map(|c| c.0).collect();
+            assert_eq!(actual, expected, "{} {name}", label(&ctx));
         }
     }
 }
@@ -393,14 +431,14 @@ fn full_distribution_draws_span_slices_exactly() {
     for ctx in contexts() {
         // Five slices, with the probable tokens spread over all of them.
         let vocab = 5000;
-        let harness = Harness::new(&ctx, vocab, &[], 512);
+        let harness = Harness::new(&ctx, vocab, &[], 256);
         let mut logits = random_logits(&mut rng, vocab, 1.0);
         for token in [3, 1023, 1024, 2500, 4096, 4999] {
             logits[token] = 8.0 + rng.random_range(0.0..1.0f32);
         }
         harness.set_logits(&logits);
         let params = SamplingParams { temperature: 1.3, seed: 7, ..SamplingParams::default() };
-        let draws = harness.sample(&params, &[], 500);
+        let draws = harness.sample(&params, &[], 200);
         assert_draws_match(label(&ctx), &draws, &full_distribution(&logits, 1.3), 7);
         let background = draws.iter().filter(|&&t| logits[t as usize] < 2.0).count();
         assert!(background > 0, "{}: the low-probability background is drawn too", label(&ctx));
@@ -412,16 +450,16 @@ fn candidate_draws_follow_the_kept_probabilities() {
     let mut rng = StdRng::seed_from_u64(8);
     for ctx in contexts() {
         // Candidate mode sorts every step, which is slow on lavapipe: fewer draws than the
-        // full-distribution test, still at least 50 expected per kept token.
+        // full-distribution test, still at least 40 expected per kept token.
         let vocab = 16;
         let harness = Harness::new(&ctx, vocab, &[], 1024);
         let logits = random_logits(&mut rng, vocab, 1.0);
         harness.set_logits(&logits);
         let params = SamplingParams { temperature: 1.5, top_k: 5, seed: 99, ..SamplingParams::default() };
-        let draws = harness.sample(&params, &[], 600);
+        let draws = harness.sample(&params, &[], 400);
         let distribution = candidates_reference(&logits, &params);
         assert_eq!(distribution.len(), 5);
-        assert!(distribution.iter().all(|&(_, p)| p * 600.0 >= 50.0), "{distribution:?}");
+        assert!(distribution.iter().all(|&(_, p)| p * 400.0 >= 40.0), "{distribution:?}");
         assert_draws_match(label(&ctx), &draws, &distribution, 99);
         // 4 degrees of freedom: P(χ² > 18.47) = 0.001.
         let statistic = chi_square(&draws, &distribution);
@@ -436,17 +474,17 @@ fn a_seed_reproduces_its_sequence() {
         let harness = Harness::new(&ctx, 2000, &[], 64);
         harness.set_logits(&random_logits(&mut rng, 2000, 1.0));
         for params in [SamplingParams { temperature: 1.0, seed: 1234, ..SamplingParams::default() }, SamplingParams { temperature: 1.0, top_p: 0.9, seed: 1234, ..SamplingParams::default() }] {
-            let first = harness.sample(&params, &[], 50);
-            assert_eq!(harness.sample(&params, &[], 50), first, "{}: same seed", label(&ctx));
-            let other = harness.sample(&SamplingParams { seed: 1235, ..params.clone() }, &[], 50);
+            let first = harness.sample(&params, &[], 20);
+            assert_eq!(harness.sample(&params, &[], 20), first, "{}: same seed", label(&ctx));
+            let other = harness.sample(&SamplingParams { seed: 1235, ..params.clone() }, &[], 20);
             assert_ne!(other, first, "{}: another seed", label(&ctx));
             // One submit per step draws the same as all steps in one submit.
             harness.set_step([0, 1, 0, 0]);
             harness.sampler.reset_history(&ctx.queue, &[]);
-            for _ in 0..50 {
+            for _ in 0..20 {
                 harness.run(&params, 1);
             }
-            assert_eq!(ctx.read_u32(harness.sampler.sampled_tokens_buffer(), 50).unwrap(), first, "{}: step by step", label(&ctx));
+            assert_eq!(ctx.read_u32(harness.sampler.sampled_tokens_buffer(), 20).unwrap(), first, "{}: step by step", label(&ctx));
         }
     }
 }
@@ -496,7 +534,7 @@ fn invalid_shapes_are_errors() {
     let logits = ctx.zeroed_storage("logits", 100 * 4);
     assert!(matches!(sampler.record(&ctx, &mut ops, &logits, 1, &tokens, &step), Err(KernelError::InvalidShape { .. })));
     sampler.record(&ctx, &mut ops, &logits, 0, &tokens, &step).unwrap();
-    assert_eq!(ops.len(), 3, "slices, select and finish: one slice needs no merge round");
+    assert_eq!(ops.len(), 5, "slices, threshold, candidates, select and finish: one slice needs no merge round");
 }
 
 /// Per-step times of each sampling path at Gemma's vocabulary size, with `steps` steps in one

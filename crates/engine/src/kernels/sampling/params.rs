@@ -72,7 +72,8 @@ impl SamplingParams {
     /// switches and out-of-range values (NaN included) normalized, so the kernels never divide
     /// by zero or take the log of a non-positive number.
     pub(super) fn uniform(&self, vocab_size: u32, history_capacity: u32) -> SamplingUniform {
-        let greedy = !(self.temperature > 0.0);
+        // NaN is greedy too.
+        let greedy = self.temperature.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater);
         // Top-k of the whole vocabulary or more keeps everything.
         let top_k = if self.top_k >= vocab_size { 0 } else { self.top_k.min(MAX_CANDIDATES) };
         let top_p_on = self.top_p < 1.0;

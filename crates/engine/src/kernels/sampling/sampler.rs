@@ -10,6 +10,10 @@ use crate::{
 const WORKGROUP_SIZE: u32 = 256;
 /// Tokens per workgroup of the first pass, and entries per workgroup of a merge round.
 const SLICE: u32 = 1024;
+/// Candidate lists a merge round combines into one.
+const MERGE_FAN_IN: u32 = SLICE / MAX_CANDIDATES;
+/// The most best logits a slice reports for the candidate threshold.
+const MAX_TOPS_PER_SLICE: u32 = 16;
 /// The largest penalty history and sampled-token ring a sampler accepts (4 MiB each).
 pub const MAX_HISTORY_CAPACITY: u32 = 1 << 20;
 /// The most stop tokens a sampler accepts.
@@ -26,14 +30,15 @@ struct SamplerLayout {
     history_capacity: u32,
     stop_count: u32,
     slices: u32,
-    _pad: [u32; 3],
+    tops_per_slice: u32,
+    _pad: [u32; 2],
 }
 
 /// `MergeRound` of sampling_merge.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct MergeRound {
-    count: u32,
+    lists: u32,
     _pad: [u32; 3],
 }
 
@@ -41,10 +46,25 @@ struct MergeRound {
 const STATE_HISTORY_BASE: u64 = 0;
 const STATE_KEPT: u64 = 8;
 
-/// A candidate merge round: how many entries it reads, and its uniform.
+/// A candidate merge round: how many lists it reads, and its uniform.
 struct MergeStep {
-    count: u32,
+    lists: u32,
     uniform: wgpu::Buffer,
+}
+
+/// Candidate lists of up to MAX_CANDIDATES (logit, id) entries, best first, and their lengths.
+struct CandidateLists {
+    entries: wgpu::Buffer,
+    lengths: wgpu::Buffer,
+}
+
+impl CandidateLists {
+    fn new(ctx: &GpuContext, label: &str, lists: u32) -> Self {
+        Self {
+            entries: ctx.zeroed_storage(label, u64::from(lists) * u64::from(MAX_CANDIDATES) * 8),
+            lengths: ctx.zeroed_storage(label, u64::from(lists) * 4),
+        }
+    }
 }
 
 /// Turns a row of logits into the next token on the GPU. Every buffer is allocated here, so a
@@ -54,8 +74,9 @@ pub struct GpuSampler {
     history_capacity: u32,
     stop_count: u32,
     slices: u32,
+    tops_per_slice: u32,
     params: wgpu::Buffer,
-    /// `SamplerState`: history base, chosen token, kept-candidate count.
+    /// `SamplerState`: history base, chosen token, kept-candidate count, candidate threshold.
     state: wgpu::Buffer,
     /// Ring of the latest tokens (prompt tail, then generated) for the repetition penalty.
     history: wgpu::Buffer,
@@ -64,8 +85,10 @@ pub struct GpuSampler {
     stop_tokens: wgpu::Buffer,
     /// One `Partial` per slice.
     partials: wgpu::Buffer,
-    /// Ping-pong candidate lists of the first pass and the merge rounds.
-    candidates: [wgpu::Buffer; 2],
+    /// The best `tops_per_slice` logits of each slice.
+    tops: wgpu::Buffer,
+    /// Ping-pong candidate lists: one per slice, then the merge rounds' outputs.
+    candidates: [CandidateLists; 2],
     merges: Vec<MergeStep>,
     /// The last candidate-mode draw's candidates and probabilities.
     kept: wgpu::Buffer,
@@ -75,17 +98,26 @@ fn invalid(message: String) -> KernelError {
     KernelError::InvalidShape { kernel: KERNEL, message }
 }
 
-/// Entry counts of the merge rounds after a first pass of `slices` lists: each round turns
-/// every SLICE entries into MAX_CANDIDATES, until one list is left.
-fn merge_round_counts(slices: u32) -> Vec<u32> {
-    let mut counts = Vec::new();
+/// Input list counts of the merge rounds after one list per slice: each round merges every
+/// MERGE_FAN_IN lists into one, until one is left.
+fn merge_round_lists(slices: u32) -> Vec<u32> {
+    let mut rounds = Vec::new();
     let mut lists = slices;
     while lists > 1 {
-        let count = lists * MAX_CANDIDATES;
-        counts.push(count);
-        lists = count.div_ceil(SLICE);
+        rounds.push(lists);
+        lists = lists.div_ceil(MERGE_FAN_IN);
     }
-    counts
+    rounds
+}
+
+/// How many best logits each slice reports: enough for twice MAX_CANDIDATES in all, so the
+/// threshold is usually the exact MAX_CANDIDATES-th best logit. None when the slices cannot
+/// report MAX_CANDIDATES: the few slices of a small vocabulary are sorted whole.
+fn tops_per_slice(slices: u32) -> u32 {
+    if slices * MAX_TOPS_PER_SLICE < MAX_CANDIDATES {
+        return 0;
+    }
+    (2 * MAX_CANDIDATES).div_ceil(slices).clamp(1, MAX_TOPS_PER_SLICE)
 }
 
 impl GpuSampler {
@@ -102,7 +134,7 @@ impl GpuSampler {
             return Err(invalid(format!("{} stop tokens: at most {MAX_STOP_TOKENS}", stop_token_ids.len())));
         }
         let slices = vocab_size.div_ceil(SLICE);
-        let candidate_bytes = u64::from(slices) * u64::from(MAX_CANDIDATES) * 8;
+        let tops_per_slice = tops_per_slice(slices);
         let stop_tokens: &[u32] = if stop_token_ids.is_empty() { &[0] } else { stop_token_ids };
         let initial = SamplingParams::greedy().uniform(vocab_size, history_capacity);
         Ok(Self {
@@ -110,16 +142,18 @@ impl GpuSampler {
             history_capacity,
             stop_count: stop_token_ids.len() as u32,
             slices,
+            tops_per_slice,
             params: ctx.uniform_buffer("sampling params", &initial),
             state: ctx.zeroed_storage("sampler state", 16),
             history: ctx.zeroed_storage("sampling history", u64::from(history_capacity) * 4),
             sampled: ctx.zeroed_storage("sampled tokens", u64::from(history_capacity) * 4),
             stop_tokens: ctx.storage_buffer("stop tokens", bytemuck::cast_slice(stop_tokens)),
             partials: ctx.zeroed_storage("sampling partials", u64::from(slices) * 16),
-            candidates: [ctx.zeroed_storage("sampling candidates a", candidate_bytes), ctx.zeroed_storage("sampling candidates b", candidate_bytes)],
-            merges: merge_round_counts(slices)
+            tops: ctx.zeroed_storage("sampling tops", u64::from(slices) * u64::from(tops_per_slice) * 4),
+            candidates: [CandidateLists::new(ctx, "sampling candidates a", slices), CandidateLists::new(ctx, "sampling candidates b", slices)],
+            merges: merge_round_lists(slices)
                 .into_iter()
-                .map(|count| MergeStep { count, uniform: ctx.uniform_buffer("sampling merge round", &MergeRound { count, _pad: [0; 3] }) })
+                .map(|lists| MergeStep { lists, uniform: ctx.uniform_buffer("sampling merge round", &MergeRound { lists, _pad: [0; 3] }) })
                 .collect(),
             kept: ctx.zeroed_storage("kept candidates", u64::from(MAX_CANDIDATES) * 8),
         })
@@ -158,22 +192,48 @@ impl GpuSampler {
         }
         let layout = ctx.uniform_buffer(
             "sampler layout",
-            &SamplerLayout { vocab: self.vocab_size, logits_offset, history_capacity: self.history_capacity, stop_count: self.stop_count, slices: self.slices, _pad: [0; 3] },
+            &SamplerLayout {
+                vocab: self.vocab_size,
+                logits_offset,
+                history_capacity: self.history_capacity,
+                stop_count: self.stop_count,
+                slices: self.slices,
+                tops_per_slice: self.tops_per_slice,
+                _pad: [0; 2],
+            },
         );
         let defines = Self::defines(ctx);
-        let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
-        let slices_buffers = [logits, &self.history, &self.state, step, &self.partials, &self.candidates[0], &self.params, &layout];
-        ops.push(make_dispatch(ctx, "sampling slices", "sampling_slices.wgsl", "main", &defines, &slices_buffers, Workgroups::Fixed(grid(self.slices, max_per_dimension)))?);
+        let per_slice = || Workgroups::Fixed(grid(self.slices, ctx.caps.max_workgroups_per_dimension));
+        let one = || Workgroups::Fixed([1, 1, 1]);
+        let dispatch = |label: &str, shader: &str, buffers: &[&wgpu::Buffer], workgroups: Workgroups| make_dispatch(ctx, label, shader, "main", &defines, buffers, workgroups);
+
+        ops.push(dispatch("sampling slices", "sampling_slices.wgsl", &[logits, &self.history, &self.state, step, &self.partials, &self.tops, &self.params, &layout], per_slice())?);
+        ops.push(dispatch("sampling threshold", "sampling_threshold.wgsl", &[&self.tops, &self.state, &self.params, &layout], one())?);
+        let first = &self.candidates[0];
+        ops.push(dispatch(
+            "sampling candidates",
+            "sampling_candidates.wgsl",
+            &[logits, &self.history, &self.state, step, &first.entries, &first.lengths, &self.params, &layout],
+            per_slice(),
+        )?);
         for (round, merge) in self.merges.iter().enumerate() {
-            let buffers = [&self.candidates[round % 2], &self.candidates[(round + 1) % 2], &self.params, &merge.uniform];
-            let groups = merge.count.div_ceil(SLICE);
-            ops.push(make_dispatch(ctx, "sampling merge", "sampling_merge.wgsl", "main", &defines, &buffers, Workgroups::Fixed(grid(groups, max_per_dimension)))?);
+            let (input, output) = (&self.candidates[round % 2], &self.candidates[(round + 1) % 2]);
+            let groups = merge.lists.div_ceil(MERGE_FAN_IN);
+            ops.push(dispatch(
+                "sampling merge",
+                "sampling_merge.wgsl",
+                &[&input.entries, &input.lengths, &output.entries, &output.lengths, &self.params, &merge.uniform],
+                Workgroups::Fixed(grid(groups, ctx.caps.max_workgroups_per_dimension)),
+            )?);
         }
-        let final_candidates = &self.candidates[self.merges.len() % 2];
-        let select_buffers = [logits, &self.history, &self.state, step, &self.partials, final_candidates, &self.kept, &self.params, &layout];
-        ops.push(make_dispatch(ctx, "sampling select", "sampling_select.wgsl", "main", &defines, &select_buffers, Workgroups::Fixed([1, 1, 1]))?);
-        let finish_buffers = [&self.state, &self.stop_tokens, step, next_tokens, &self.sampled, &self.history, &layout];
-        ops.push(make_dispatch(ctx, "sampling finish", "sampling_finish.wgsl", "main", &defines, &finish_buffers, Workgroups::Fixed([1, 1, 1]))?);
+        let last = &self.candidates[self.merges.len() % 2];
+        ops.push(dispatch(
+            "sampling select",
+            "sampling_select.wgsl",
+            &[logits, &self.history, &self.state, step, &self.partials, &last.entries, &last.lengths, &self.kept, &self.params, &layout],
+            one(),
+        )?);
+        ops.push(dispatch("sampling finish", "sampling_finish.wgsl", &[&self.state, &self.stop_tokens, step, next_tokens, &self.sampled, &self.history, &layout], one())?);
         Ok(())
     }
 
@@ -218,10 +278,22 @@ mod tests {
 
     #[test]
     fn merge_rounds_reduce_to_one_list() {
-        assert_eq!(merge_round_counts(1), Vec::<u32>::new());
-        assert_eq!(merge_round_counts(2), vec![512]);
-        assert_eq!(merge_round_counts(5), vec![1280, 512]);
+        assert_eq!(merge_round_lists(1), Vec::<u32>::new());
+        assert_eq!(merge_round_lists(2), vec![2]);
+        assert_eq!(merge_round_lists(5), vec![5, 2]);
         // Gemma's 262,144 tokens.
-        assert_eq!(merge_round_counts(256), vec![65536, 16384, 4096, 1024]);
+        assert_eq!(merge_round_lists(256), vec![256, 64, 16, 4]);
+    }
+
+    #[test]
+    fn slices_report_enough_logits_for_a_threshold() {
+        // SmolLM2's 49,152 tokens: 48 slices of 11.
+        assert_eq!(tops_per_slice(48), 11);
+        assert_eq!(tops_per_slice(256), 2);
+        assert_eq!(tops_per_slice(1000), 1);
+        assert_eq!(tops_per_slice(16), 16);
+        // Below 16 slices there are too few for a threshold: every token is a candidate.
+        assert_eq!(tops_per_slice(15), 0);
+        assert_eq!(tops_per_slice(1), 0);
     }
 }
