@@ -8,23 +8,32 @@ DOPPLER := target/release/doppler
 # The default models, linked from the model store under the file names the tests look for.
 TEST_MODELS_DIR := $(CURDIR)/target/test-models
 DEFAULT_MODELS := gemma-3-270m smollm2-135m-instruct
+APP := target/release/doppler-app
+SEED_TOOL := target/release/examples/seed_conversation
+TAURI_DRIVER := $(CURDIR)/target/tools/bin/tauri-driver
 
-.PHONY: test test-engine e2e run build models test-models check-system
+.PHONY: test test-engine e2e run chat build models test-models check-system app app-deps ui test-ui tauri-driver
 
 ## Everything: the engine and CLI (on lavapipe where there is no GPU), then the app.
-test: test-engine e2e
+test: test-engine test-ui e2e
+
+## Builds the desktop app and opens its window (it fetches the default model on first run).
+run: app
+	$(APP)
 
 ## Builds the CLI and chats with Gemma 3 270M in the terminal.
-run: models
+chat: models
 	$(DOPPLER) chat --model gemma-3-270m
 
-## Workspace tests in release mode: GPU kernels on lavapipe are CPU-heavy.
-test-engine: check-system test-models
-	DOPPLER_TEST_MODELS_DIR=$(TEST_MODELS_DIR) $(CARGO) test --workspace --release
+## Workspace tests in release mode (GPU kernels on lavapipe are CPU-heavy); every test
+## binary runs even after one fails, so one CI run shows every failure.
+test-engine: check-system app-deps test-models
+	DOPPLER_TEST_MODELS_DIR=$(TEST_MODELS_DIR) $(CARGO) test --workspace --release --no-fail-fast
 
-## The desktop app's end-to-end tests.
-e2e:
-	@echo "e2e: the desktop app does not exist yet; nothing to test"
+## The desktop app's end-to-end tests: the real app under Xvfb, driven by tauri-driver and
+## WebKitWebDriver, on the default model from the store `make models` filled.
+e2e: app models tauri-driver
+	TAURI_DRIVER=$(TAURI_DRIVER) tests/e2e/run.sh $(APP) $(SEED_TOOL)
 
 build:
 	$(CARGO) build --release -p doppler-cli
@@ -39,6 +48,28 @@ test-models: models
 		file=$$($(DOPPLER) models path $$model) && ln -sfn "$$file" $(TEST_MODELS_DIR)/ || exit 1; \
 	done
 	@echo "DOPPLER_TEST_MODELS_DIR=$(TEST_MODELS_DIR)"
+
+## The desktop app (release, with the UI built into it) and the tool the e2e seeds data with.
+app: app-deps ui
+	$(CARGO) build --release -p doppler-app --features custom-protocol --bin doppler-app --example seed_conversation
+
+## The app's system libraries (WebKitGTK) and Node, installed with apt where we are root.
+app-deps:
+	@src-tauri/install-deps.sh
+
+ui: ui/node_modules/.package-lock.json
+	npm --prefix ui run build
+
+ui/node_modules/.package-lock.json: ui/package-lock.json
+	npm --prefix ui ci --no-fund --no-audit
+
+## The UI's type check and unit tests (Vitest).
+test-ui: ui/node_modules/.package-lock.json
+	npm --prefix ui run check
+	npm --prefix ui test
+
+tauri-driver:
+	@[ -x $(TAURI_DRIVER) ] || $(CARGO) install tauri-driver --locked --root $(CURDIR)/target/tools
 
 ## Checks only; .ci/run installs what is missing (as root, on Debian).
 check-system:

@@ -7,7 +7,7 @@ use std::time::Duration;
 use doppler_engine::{store::ModelStore, EngineOptions};
 use tauri::{Manager, RunEvent, WindowEvent};
 
-use crate::core::app::{AppPaths, AppState, StartupError};
+use crate::core::app::{navigation_guard, AppPaths, AppState, StartupError};
 
 /// How long quitting waits for a running generation to stop and save its reply.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -15,7 +15,10 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub fn run() {
     tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_env("DOPPLER_LOG").unwrap_or_else(|_| "info".into())).init();
 
-    let state = match AppPaths::from_platform().ok_or(StartupError::NoDataDirectory).and_then(|paths| AppState::open(paths, ModelStore::default_location(), EngineOptions::default())) {
+    let state = match AppPaths::from_platform()
+        .ok_or(StartupError::NoDataDirectory)
+        .and_then(|paths| AppState::open(paths, ModelStore::default_location(), EngineOptions::default()))
+    {
         Ok(state) => state,
         Err(error) => {
             tracing::error!(%error, "cannot start");
@@ -25,6 +28,7 @@ pub fn run() {
     };
 
     let app = tauri::Builder::default()
+        .plugin(navigation_guard())
         .manage(state)
         .on_window_event(|window, event| {
             if let WindowEvent::Destroyed = event {

@@ -23,7 +23,10 @@ const WAIT: Duration = Duration::from_secs(180);
 fn smollm2_path() -> Option<PathBuf> {
     let allow_missing = std::env::var("DOPPLER_ALLOW_MISSING_MODELS").is_ok_and(|v| v == "1");
     let missing = |why: String| {
-        assert!(allow_missing, "{why}: set DOPPLER_TEST_MODELS_DIR to a directory holding {SMOLLM2_FILE} (`make test-models`), or DOPPLER_ALLOW_MISSING_MODELS=1 to skip");
+        assert!(
+            allow_missing,
+            "{why}: set DOPPLER_TEST_MODELS_DIR to a directory holding {SMOLLM2_FILE} (`make test-models`), or DOPPLER_ALLOW_MISSING_MODELS=1 to skip"
+        );
         eprintln!("skipping: {why}");
         None
     };
@@ -64,7 +67,9 @@ impl Collector {
     }
 
     fn wait_for_tokens(&self, count: usize) {
-        self.wait_until("tokens", |events| events.iter().filter(|e| matches!(e, GenerationEvent::Token { .. })).count() >= count || events.last().is_some_and(is_end));
+        self.wait_until("tokens", |events| {
+            events.iter().filter(|e| matches!(e, GenerationEvent::Token { .. })).count() >= count || events.last().is_some_and(is_end)
+        });
     }
 
     fn streamed_text(&self) -> String {

@@ -12,7 +12,14 @@ fn open(dir: &tempfile::TempDir) -> Database {
 }
 
 fn stats(finish_reason: FinishReason) -> GenerationStats {
-    GenerationStats { model_id: "smollm2-135m-instruct".into(), finish_reason, prompt_tokens: 20, generated_tokens: 5, tokens_per_second: 30.0, time_to_first_token_ms: 120.0 }
+    GenerationStats {
+        model_id: "smollm2-135m-instruct".into(),
+        finish_reason,
+        prompt_tokens: 20,
+        generated_tokens: 5,
+        tokens_per_second: 30.0,
+        time_to_first_token_ms: 120.0,
+    }
 }
 
 fn reply(db: &Database, conversation_id: i64, parent_id: i64, content: &str) -> i64 {
@@ -33,7 +40,12 @@ fn a_conversation_keeps_its_messages_in_order_and_names_itself() {
 
     let question = db.add_user_message(conversation.id, None, "  \nWhy is the sky blue? Explain it like I am five years old, please.\nThanks").unwrap();
     let answer = db
-        .add_reply(&NewReply { conversation_id: conversation.id, parent_id: question.id, content: "Because of Rayleigh scattering.".into(), stats: stats(FinishReason::Eos) })
+        .add_reply(&NewReply {
+            conversation_id: conversation.id,
+            parent_id: question.id,
+            content: "Because of Rayleigh scattering.".into(),
+            stats: stats(FinishReason::Eos),
+        })
         .unwrap();
     assert_eq!(answer.generation, Some(stats(FinishReason::Eos)));
 
@@ -161,7 +173,8 @@ fn deleting_a_conversation_deletes_its_messages() {
 fn settings_are_stored_per_conversation_and_app_wide() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir);
-    let custom = ConversationSettings { system_prompt: "Be brief.".into(), temperature: 0.0, seed: Some(42), max_tokens: 64, ..ConversationSettings::default() };
+    let custom =
+        ConversationSettings { system_prompt: "Be brief.".into(), temperature: 0.0, seed: Some(42), max_tokens: 64, ..ConversationSettings::default() };
     let c = db.create_conversation(&ConversationSettings::default()).unwrap().id;
     assert_eq!(db.update_conversation_settings(c, &custom).unwrap().settings, custom);
     assert_eq!(db.conversation(c).unwrap().settings, custom);

@@ -58,6 +58,9 @@ export async function quitApp(driver) {
 
 export async function screenshot(driver, name) {
   mkdirSync(ARTIFACTS, { recursive: true });
+  // WebKitWebDriver takes the picture at the next paint, and an idle page never paints: a
+  // brief animation makes one.
+  await driver.executeScript("document.documentElement.animate([{ opacity: 1 }, { opacity: 0.999 }, { opacity: 1 }], { duration: 200 })");
   const file = join(ARTIFACTS, `${name}.png`);
   writeFileSync(file, await driver.takeScreenshot(), 'base64');
   console.log(`screenshot: ${file}`);
@@ -77,6 +80,14 @@ export async function click(driver, locator) {
   await element.click();
 }
 
+/**
+ * The element's rendered text (`innerText`). WebKitWebDriver's Get Element Text answers ""
+ * for text in a box with `text-overflow: ellipsis`, which the titles use.
+ */
+export async function textOf(driver, element) {
+  return driver.executeScript('return arguments[0].innerText', element);
+}
+
 /** Waits until `predicate` holds for the text of the element at `locator`; returns the text. */
 export async function waitForText(driver, locator, predicate, description, timeoutMs = 60_000) {
   let last = '';
@@ -85,7 +96,7 @@ export async function waitForText(driver, locator, predicate, description, timeo
       async () => {
         const elements = await driver.findElements(locator);
         if (elements.length === 0) return false;
-        last = await elements.at(-1).getText();
+        last = await textOf(driver, elements.at(-1));
         return predicate(last);
       },
       timeoutMs,

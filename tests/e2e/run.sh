@@ -3,10 +3,10 @@
 # store shared with `make test` (no second download), Xvfb for a display.
 #   tests/e2e/run.sh PATH_TO_APP PATH_TO_SEED_TOOL
 set -euo pipefail
-cd "$(dirname "$0")"
 
 app=$(realpath "$1")
 seed=$(realpath "$2")
+cd "$(dirname "$0")"
 
 # The store `make models` filled, found before XDG_DATA_HOME moves for the test.
 export DOPPLER_HOME="${DOPPLER_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/doppler}"
@@ -17,12 +17,12 @@ fi
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-export XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" XDG_CACHE_HOME="$scratch/cache"
+export XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" XDG_CACHE_HOME="$scratch/cache" XDG_RUNTIME_DIR="$scratch/runtime"
+mkdir -m 700 "$XDG_RUNTIME_DIR"
 export DOPPLER_E2E_APP="$app"
 export DOPPLER_E2E_ARTIFACTS="${DOPPLER_E2E_ARTIFACTS:-$PWD/artifacts}"
 # WebKitGTK under Xvfb: no GPU, so no DMA-BUF renderer or compositing.
-export WEBKIT_DISABLE_DMABUF_RENDERER=1 WEBKIT_DISABLE_COMPOSITING_MODE=1 LIBGL_ALWAYS_SOFTWARE=1
-export NO_AT_BRIDGE=1
+export WEBKIT_DISABLE_DMABUF_RENDERER=1 WEBKIT_DISABLE_COMPOSITING_MODE=1 NO_AT_BRIDGE=1
 
 rm -rf "$DOPPLER_E2E_ARTIFACTS"
 # A reply the model would never write: raw HTML, a script and a javascript: link.

@@ -29,9 +29,11 @@ describe('a pending reply', () => {
     expect(applyEvent(reply, { type: 'failed', reason: 'full', contextFull: true }, 0)).toEqual({ kind: 'failed', reason: 'full', contextFull: true });
   });
 
-  it('measures its rate once tokens arrive', () => {
-    const reply = step(pendingReply(1, 2), { type: 'started' }, { type: 'token', text: 'a' }, { type: 'token', text: 'b' });
+  it('measures its decode rate from the first token', () => {
+    const reply = step(pendingReply(1, 2), { type: 'started' }, { type: 'token', text: 'a' }, { type: 'token', text: 'b' }, { type: 'token', text: 'c' });
     expect(liveRate(pendingReply(1, 2), 5000)).toBeNull();
-    expect(liveRate(reply, reply.startedAt! + 500)).toBeCloseTo(4);
+    // The first token came 100 ms after "started"; two more in the 500 ms after it.
+    expect(reply.firstTokenAt).toBe(1200);
+    expect(liveRate(reply, 1700)).toBeCloseTo(4);
   });
 });

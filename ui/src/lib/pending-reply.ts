@@ -12,7 +12,8 @@ export type PendingReply = {
   text: string;
   /** Token events received, for the live rate. */
   tokens: number;
-  startedAt: number | null;
+  /** When the first token came: the rate counts decoding, not reading the prompt. */
+  firstTokenAt: number | null;
 };
 
 export type ReplyOutcome =
@@ -21,7 +22,7 @@ export type ReplyOutcome =
   | { kind: 'failed'; reason: string; contextFull: boolean };
 
 export function pendingReply(conversationId: number, parentId: number): PendingReply {
-  return { conversationId, parentId, generationId: null, phase: 'sending', ahead: 0, text: '', tokens: 0, startedAt: null };
+  return { conversationId, parentId, generationId: null, phase: 'sending', ahead: 0, text: '', tokens: 0, firstTokenAt: null };
 }
 
 /** The next state of a pending reply after one of its events, or how it ended. */
@@ -30,9 +31,9 @@ export function applyEvent(reply: PendingReply, event: GenerationEvent, now: num
     case 'queued':
       return { ...reply, phase: 'queued', ahead: event.ahead };
     case 'started':
-      return { ...reply, phase: 'running', ahead: 0, startedAt: now };
+      return { ...reply, phase: 'running', ahead: 0 };
     case 'token':
-      return { ...reply, phase: 'running', text: reply.text + event.text, tokens: reply.tokens + 1, startedAt: reply.startedAt ?? now };
+      return { ...reply, phase: 'running', text: reply.text + event.text, tokens: reply.tokens + 1, firstTokenAt: reply.firstTokenAt ?? now };
     case 'done':
       return { kind: 'done', message: event.message };
     case 'cancelled':
@@ -46,9 +47,9 @@ export function isOutcome(value: PendingReply | ReplyOutcome): value is ReplyOut
   return 'kind' in value;
 }
 
-/** Tokens per second so far, once there is enough to measure. */
+/** Decode speed so far (tokens after the first, per second), once there is enough to measure. */
 export function liveRate(reply: PendingReply, now: number): number | null {
-  if (reply.startedAt === null || reply.tokens < 2) return null;
-  const seconds = (now - reply.startedAt) / 1000;
-  return seconds > 0 ? reply.tokens / seconds : null;
+  if (reply.firstTokenAt === null || reply.tokens < 2) return null;
+  const seconds = (now - reply.firstTokenAt) / 1000;
+  return seconds > 0 ? (reply.tokens - 1) / seconds : null;
 }

@@ -27,8 +27,13 @@ pub struct AppState {
 #[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum StartupNotice {
     /// The conversation database was damaged; it was kept at `moved_to` and a new one started.
-    DatabaseRecovered { moved_to: String, reason: String },
-    ModelStoreUnavailable { reason: String },
+    DatabaseRecovered {
+        moved_to: String,
+        reason: String,
+    },
+    ModelStoreUnavailable {
+        reason: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -11,15 +11,24 @@ use crate::core::{
 #[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum GenerationEvent {
     /// Waiting behind `ahead` other jobs.
-    Queued { ahead: usize },
+    Queued {
+        ahead: usize,
+    },
     Started,
-    Token { text: String },
+    Token {
+        text: String,
+    },
     /// The reply ended and is saved (a stopped reply with what was generated).
-    Done { message: Message },
+    Done {
+        message: Message,
+    },
     /// Stopped before it started: nothing was generated or saved.
     Cancelled,
     /// `context_full`: the conversation no longer fits the model's context.
-    Failed { reason: String, context_full: bool },
+    Failed {
+        reason: String,
+        context_full: bool,
+    },
 }
 
 /// Where a generation's events go: the window's IPC channel, or a test's collector.

@@ -44,7 +44,13 @@ impl ChatService {
 
     /// Adds the edited text as a sibling of `message_id` (the original stays on its own
     /// branch) and queues a reply to it.
-    pub fn edit_and_resend(&self, conversation_id: ConversationId, message_id: MessageId, content: &str, target: ReplyTarget) -> Result<SendReceipt, ChatError> {
+    pub fn edit_and_resend(
+        &self,
+        conversation_id: ConversationId,
+        message_id: MessageId,
+        content: &str,
+        target: ReplyTarget,
+    ) -> Result<SendReceipt, ChatError> {
         let content = non_empty(content)?;
         let original = self.db.message(conversation_id, message_id)?;
         if original.role != Role::User {

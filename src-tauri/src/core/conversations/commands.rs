@@ -36,7 +36,11 @@ pub async fn delete_conversation(state: State<'_, AppState>, id: ConversationId)
 }
 
 #[tauri::command]
-pub async fn update_conversation_settings(state: State<'_, AppState>, id: ConversationId, settings: ConversationSettings) -> Result<Conversation, CommandError> {
+pub async fn update_conversation_settings(
+    state: State<'_, AppState>,
+    id: ConversationId,
+    settings: ConversationSettings,
+) -> Result<Conversation, CommandError> {
     Ok(state.db.update_conversation_settings(id, &settings)?)
 }
 

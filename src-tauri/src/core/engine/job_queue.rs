@@ -92,11 +92,8 @@ impl JobQueue {
             if let Some(job) = state.jobs.pop_front() {
                 state.busy = true;
                 if let Job::Generate(generation) = &job {
-                    state.running = Some(RunningGeneration {
-                        generation: queued(generation),
-                        owner: generation.request.owner.clone(),
-                        cancel: generation.cancel.clone(),
-                    });
+                    state.running =
+                        Some(RunningGeneration { generation: queued(generation), owner: generation.request.owner.clone(), cancel: generation.cancel.clone() });
                 }
                 announce_positions(&mut state);
                 return Some(job);

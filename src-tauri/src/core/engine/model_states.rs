@@ -12,9 +12,16 @@ use serde::Serialize;
 pub enum ModelState {
     /// Waiting for the worker.
     Queued,
-    Loading { fraction: f32, stage: String },
-    Loaded { info: ModelInfo },
-    Failed { reason: String },
+    Loading {
+        fraction: f32,
+        stage: String,
+    },
+    Loaded {
+        info: ModelInfo,
+    },
+    Failed {
+        reason: String,
+    },
     Unloading,
 }
 

@@ -111,10 +111,7 @@ const MAX_NAME_LEN: usize = 64;
 
 /// A store name from a file name: lowercase ASCII letters, digits, `.`, `_`, `-`.
 fn model_name_from(stem: &str) -> String {
-    let mapped: String = stem
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c.to_ascii_lowercase() } else { '-' })
-        .collect();
+    let mapped: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c.to_ascii_lowercase() } else { '-' }).collect();
     let trimmed = mapped.trim_start_matches(|c: char| !c.is_ascii_alphanumeric());
     let name: String = trimmed.chars().take(MAX_NAME_LEN - 3).collect();
     if name.is_empty() {

@@ -105,8 +105,7 @@ pub async fn import_model_file(app: AppHandle, window: tauri::WebviewWindow) -> 
     let dialog = rfd::AsyncFileDialog::new().set_title("Add a GGUF model").add_filter("GGUF model", &["gguf"]).set_parent(&window);
     let Some(file) = dialog.pick_file().await else { return Ok(None) };
     let path = file.path().to_path_buf();
-    let installed = tauri::async_runtime::spawn_blocking(move || app.state::<AppState>().models.import_file(&path))
-        .await??;
+    let installed = tauri::async_runtime::spawn_blocking(move || app.state::<AppState>().models.import_file(&path)).await??;
     Ok(Some(installed.manifest.name))
 }
 

@@ -21,10 +21,7 @@ impl Database {
         let settings_json = to_json(settings)?;
         self.write(|tx| {
             let now = now_ms();
-            tx.execute(
-                "INSERT INTO conversations (title, created_at, updated_at, settings) VALUES (?1, ?2, ?2, ?3)",
-                params![UNTITLED, now, settings_json],
-            )?;
+            tx.execute("INSERT INTO conversations (title, created_at, updated_at, settings) VALUES (?1, ?2, ?2, ?3)", params![UNTITLED, now, settings_json])?;
             conversation(tx, tx.last_insert_rowid())
         })
     }

@@ -20,7 +20,16 @@ pub struct ConversationSettings {
 
 impl Default for ConversationSettings {
     fn default() -> Self {
-        ConversationSettings { system_prompt: String::new(), temperature: 0.7, top_k: 40, top_p: 0.95, min_p: 0.05, repetition_penalty: 1.1, seed: None, max_tokens: 1024 }
+        ConversationSettings {
+            system_prompt: String::new(),
+            temperature: 0.7,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            repetition_penalty: 1.1,
+            seed: None,
+            max_tokens: 1024,
+        }
     }
 }
 

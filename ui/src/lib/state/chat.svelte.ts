@@ -184,7 +184,7 @@ class Chat {
   }
 
   #listener(conversationId: number) {
-    return (event: GenerationEvent) => {
+    return async (event: GenerationEvent) => {
       const reply = this.pending[conversationId];
       if (!reply) return;
       const next = applyEvent(reply, event, performance.now());
@@ -192,9 +192,13 @@ class Chat {
         this.pending[conversationId] = next;
         return;
       }
-      delete this.pending[conversationId];
       if (next.kind === 'failed') this.failures[conversationId] = { reason: next.reason, contextFull: next.contextFull };
-      if (this.currentId === conversationId) void this.reload();
+      // The saved reply replaces the streamed one in place: load it before dropping the stream.
+      try {
+        if (this.currentId === conversationId) await this.reload();
+      } finally {
+        delete this.pending[conversationId];
+      }
       void this.refreshList();
     };
   }
