@@ -146,11 +146,13 @@ impl WorkerThread {
                         Ok(info) => self.states.set(&request.model_id, ModelState::Loaded { info: info.clone() }),
                         Err(failure) => self.states.set(&request.model_id, ModelState::Failed { reason: failure.to_string() }),
                     }
+                    queue.finish_running();
                     observer.finished(result);
                 }
                 Job::Unload { model_id, done } => {
                     self.sessions.remove(&model_id);
                     self.states.remove(&model_id);
+                    queue.finish_running();
                     done();
                 }
                 Job::Generate(GenerationJob { request, cancel, mut observer, .. }) => {
@@ -160,10 +162,12 @@ impl WorkerThread {
                         self.states.set(&request.model_id, ModelState::Failed { reason: format!("the engine crashed: {message}") });
                         GenerationOutcome::Failed(GenerationFailure::Crashed(message))
                     });
+                    // Not running any more before anyone hears it finished: a stop that
+                    // arrives after the final event must find nothing to stop.
+                    queue.finish_running();
                     observer.finished(outcome);
                 }
             }
-            queue.finish_running();
         }
     }
 
