@@ -127,7 +127,7 @@ pub fn record_decode_attention(
 ) -> Result<(), KernelError> {
     check_heads(cache, n_heads)?;
     let columns = cache.head_dim / 4;
-    if columns > SPLIT_WORKGROUP_SIZE || SPLIT_WORKGROUP_SIZE % columns != 0 {
+    if columns > SPLIT_WORKGROUP_SIZE || !SPLIT_WORKGROUP_SIZE.is_multiple_of(columns) {
         // The split kernels give each thread one vec4 column of a head; other head sizes
         // take the general kernel, which handles a single token as well.
         return record_attention(ctx, ops, label, cache, queries, output, step, n_heads, window, scale);
@@ -150,10 +150,10 @@ pub fn record_decode_attention(
 }
 
 fn check_heads(cache: &KvCache, n_heads: u32) -> Result<(), KernelError> {
-    if n_heads % cache.n_kv_heads != 0 {
+    if !n_heads.is_multiple_of(cache.n_kv_heads) {
         return Err(KernelError::InvalidShape { kernel: "attention", message: format!("{n_heads} query heads are not a multiple of {} kv heads", cache.n_kv_heads) });
     }
-    if cache.head_dim % 4 != 0 {
+    if !cache.head_dim.is_multiple_of(4) {
         return Err(KernelError::InvalidShape { kernel: "attention", message: format!("head dimension {} is not a multiple of 4", cache.head_dim) });
     }
     Ok(())

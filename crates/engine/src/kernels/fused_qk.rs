@@ -50,7 +50,7 @@ pub fn record_qk_rope_store(
     step: &wgpu::Buffer,
     n_heads: u32,
 ) -> Result<(), KernelError> {
-    if table.rot_dim > cache.head_dim || table.rot_dim % 2 != 0 {
+    if table.rot_dim > cache.head_dim || !table.rot_dim.is_multiple_of(2) {
         return Err(KernelError::InvalidShape { kernel: "qk_rope_store", message: format!("rotation over {} of {} dimensions", table.rot_dim, cache.head_dim) });
     }
     let params = ctx.uniform_buffer(label, &QkParams {
