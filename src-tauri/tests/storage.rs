@@ -50,7 +50,7 @@ fn a_conversation_keeps_its_messages_in_order_and_names_itself() {
     assert_eq!(answer.generation, Some(stats(FinishReason::Eos)));
 
     let conversation = db.conversation(conversation.id).unwrap();
-    assert_eq!(conversation.title, "Why is the sky blue? Explain it like I am five years old, ple…");
+    assert_eq!(conversation.title, "Why is the sky blue? Explain it like I am five years old, pl…");
     assert_eq!(conversation.current_leaf_id, Some(answer.id));
     assert_eq!(conversation.model_id.as_deref(), Some("smollm2-135m-instruct"));
     let thread = db.thread(conversation.id).unwrap();
@@ -189,8 +189,11 @@ fn settings_are_stored_per_conversation_and_app_wide() {
 fn the_database_uses_wal_and_survives_reopening() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nested/dir/conversations.sqlite3");
-    let id = Database::open(&path).unwrap().database.create_conversation(&ConversationSettings::default()).unwrap().id;
+    let first = Database::open(&path).unwrap().database;
+    let id = first.create_conversation(&ConversationSettings::default()).unwrap().id;
+    // While a connection is open, writes go to the write-ahead log.
     assert!(dir.path().join("nested/dir/conversations.sqlite3-wal").exists(), "journal_mode=WAL");
+    drop(first);
     let db = Database::open(&path).unwrap();
     assert!(db.recovered.is_none());
     assert_eq!(db.database.conversation(id).unwrap().id, id);

@@ -28,7 +28,9 @@ mod tests {
         let allowed = |url: &str| is_app_url(&Url::parse(url).unwrap());
         assert!(allowed("tauri://localhost/index.html"));
         assert!(allowed("http://tauri.localhost/"));
-        for refused in ["https://example.com/", "javascript:alert(1)", "file:///etc/passwd", "data:text/html,hi", "tauri://evil.example", "http://localhost.evil.example/"] {
+        for refused in
+            ["https://example.com/", "javascript:alert(1)", "file:///etc/passwd", "data:text/html,hi", "tauri://evil.example", "http://localhost.evil.example/"]
+        {
             assert!(!allowed(refused), "{refused}");
         }
     }

@@ -65,10 +65,10 @@ struct RunningGeneration {
 
 impl JobQueue {
     /// Adds a job at the back; a closed queue hands the job back.
-    pub fn push(&self, job: Job) -> Result<(), Job> {
+    pub fn push(&self, job: Job) -> Result<(), Box<Job>> {
         let mut state = self.lock();
         if state.closed {
-            return Err(job);
+            return Err(Box::new(job));
         }
         state.jobs.push_back(job);
         let ahead = state.jobs.len() - 1 + usize::from(state.busy);

@@ -51,30 +51,40 @@ impl EngineWorker {
 
     /// Loads a model file and keeps it on the GPU under `request.model_id`.
     pub fn load(&self, request: LoadRequest, observer: Box<dyn LoadObserver>) {
-        let model_id = request.model_id.clone();
-        self.states.set(&model_id, ModelState::Queued);
-        if let Err(Job::Load { observer, .. }) = self.queue.push(Job::Load { request, observer }) {
-            self.states.remove(&model_id);
-            observer.finished(Err(LoadFailure::ShuttingDown));
-        }
+        self.states.set(&request.model_id, ModelState::Queued);
+        self.submit(Job::Load { request, observer });
     }
 
     /// Frees a loaded model once the jobs queued before this are done; `done` runs then.
     pub fn unload(&self, model_id: String, done: Box<dyn FnOnce() + Send>) {
         self.states.set(&model_id, ModelState::Unloading);
-        if let Err(Job::Unload { done, .. }) = self.queue.push(Job::Unload { model_id, done }) {
-            done();
-        }
+        self.submit(Job::Unload { model_id, done });
     }
 
     /// Queues a generation; the observer hears of its place in the queue, its tokens and its end.
     pub fn generate(&self, request: GenerationRequest, observer: Box<dyn GenerationObserver>) -> GenerationId {
         let id = self.next_generation.fetch_add(1, Ordering::Relaxed);
-        let job = GenerationJob { id, request, cancel: CancelToken::new(), observer };
-        if let Err(Job::Generate(job)) = self.queue.push(Job::Generate(job)) {
-            job.observer.finished(GenerationOutcome::CancelledWhileQueued);
-        }
+        self.submit(Job::Generate(GenerationJob { id, request, cancel: CancelToken::new(), observer }));
         id
+    }
+
+    /// Queues a job; once the app is shutting down, the job is refused instead.
+    fn submit(&self, job: Job) {
+        if let Err(job) = self.queue.push(job) {
+            self.refuse(*job);
+        }
+    }
+
+    /// Tells a job's observer it will not run (it was waiting, or came after shutdown).
+    fn refuse(&self, job: Job) {
+        match job {
+            Job::Generate(job) => job.observer.finished(GenerationOutcome::CancelledWhileQueued),
+            Job::Load { request, observer } => {
+                self.states.remove(&request.model_id);
+                observer.finished(Err(LoadFailure::ShuttingDown));
+            }
+            Job::Unload { done, .. } => done(),
+        }
     }
 
     /// Stops a generation; returns whether it was running or waiting.
@@ -82,7 +92,7 @@ impl EngineWorker {
         let running = self.queue.view().running.is_some_and(|running| running.generation_id == id);
         match self.queue.cancel(id) {
             Some(job) => {
-                job.observer.finished(GenerationOutcome::CancelledWhileQueued);
+                self.refuse(Job::Generate(job));
                 true
             }
             None => running,
@@ -92,7 +102,7 @@ impl EngineWorker {
     /// Stops every generation a window asked for (the window is closing).
     pub fn cancel_owned_by(&self, owner: &str) {
         for job in self.queue.cancel_owned_by(owner) {
-            job.observer.finished(GenerationOutcome::CancelledWhileQueued);
+            self.refuse(Job::Generate(job));
         }
     }
 
@@ -109,11 +119,7 @@ impl EngineWorker {
     /// generation still reports what it generated, so its reply gets saved).
     pub fn shutdown(&self, grace: Duration) {
         for job in self.queue.close() {
-            match job {
-                Job::Generate(job) => job.observer.finished(GenerationOutcome::CancelledWhileQueued),
-                Job::Load { observer, .. } => observer.finished(Err(LoadFailure::ShuttingDown)),
-                Job::Unload { done, .. } => done(),
-            }
+            self.refuse(job);
         }
         let Some(thread) = self.thread.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take() else { return };
         match thread.ended.recv_timeout(grace) {

@@ -17,13 +17,25 @@ pub enum CatalogError {
     #[error("the model store is unavailable: {0}")]
     StoreUnavailable(String),
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(Box<StoreError>),
     #[error(transparent)]
-    Fetch(#[from] FetchError),
+    Fetch(Box<FetchError>),
     #[error("'{0}' is not one of the default models")]
     NotADefault(String),
     #[error("'{0}' is loaded; unload it first")]
     Loaded(String),
+}
+
+impl From<StoreError> for CatalogError {
+    fn from(error: StoreError) -> Self {
+        CatalogError::Store(Box::new(error))
+    }
+}
+
+impl From<FetchError> for CatalogError {
+    fn from(error: FetchError) -> Self {
+        CatalogError::Fetch(Box::new(error))
+    }
 }
 
 impl ModelCatalog {
@@ -98,7 +110,7 @@ impl ModelCatalog {
 
     fn installed(&self, model_id: &str) -> Result<InstalledModel, CatalogError> {
         let store = self.store()?;
-        store.get(model_id)?.ok_or_else(|| CatalogError::Store(StoreError::NotInstalled { name: model_id.to_string(), installed: Vec::new() }))
+        store.get(model_id)?.ok_or_else(|| StoreError::NotInstalled { name: model_id.to_string(), installed: Vec::new() }.into())
     }
 
     fn store(&self) -> Result<&ModelStore, CatalogError> {

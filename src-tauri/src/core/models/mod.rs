@@ -3,7 +3,7 @@
 
 mod catalog;
 pub mod commands;
-mod models;
+mod views;
 
 pub use catalog::{CatalogError, ModelCatalog};
-pub use models::{DefaultModelView, FetchProgress, InstalledModelView, LoadEvent, ModelList};
+pub use views::{DefaultModelView, FetchProgress, InstalledModelView, LoadEvent, ModelList};

@@ -87,8 +87,10 @@ class Models {
       await api.fetchDefaultModel(modelId, (progress) => {
         if (this.download) this.download.progress = progress;
       });
-      this.download = null;
+      // The list knows the model before the download state clears, so the first-run screen
+      // never sees "nothing installed, nothing downloading" and starts again.
       await this.refresh();
+      this.download = null;
       await this.load(modelId);
     } catch (error) {
       this.download = { modelId, progress: null, error: errorMessage(error) };
