@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The desktop app's system dependencies on Debian/Ubuntu: WebKitGTK and GTK to build and run
-# it, Xvfb and WebKitWebDriver for its end-to-end tests, pip for fetching the default model.
+# it; Xvfb, WebKitWebDriver and python3-xlib (closing the window as a user would) for its
+# end-to-end tests; pip for fetching the default model.
 # Installs what is missing with apt when run as root (or through sudo); checks Node.
 set -euo pipefail
 
-packages=(libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev pkg-config build-essential xvfb xauth webkit2gtk-driver python3-pip)
+packages=(libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev pkg-config build-essential xvfb xauth webkit2gtk-driver python3-xlib python3-pip)
 
 if command -v dpkg-query >/dev/null; then
   missing=()

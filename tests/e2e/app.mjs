@@ -1,5 +1,5 @@
 // Starting tauri-driver, launching the app through it, and small helpers for the specs.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,6 +10,11 @@ const APP = required('DOPPLER_E2E_APP');
 const ARTIFACTS = required('DOPPLER_E2E_ARTIFACTS');
 const DRIVER_PORT = 4444;
 const DRIVER_URL = `http://127.0.0.1:${DRIVER_PORT}`;
+// Quitting waits for the running decode step, seconds on a busy lavapipe.
+const QUIT_MS = 30_000;
+const WINDOW_TITLE = 'DOPPLER';
+// Debian's Python, which has python3-xlib (close_window.py), whatever python3 is first on PATH.
+const SYSTEM_PYTHON = '/usr/bin/python3';
 
 function required(name) {
   const value = process.env[name];
@@ -42,18 +47,30 @@ export async function launchApp() {
     .build();
 }
 
-/** Closes the window like a user would (the app quits), then ends the session. */
+/** Whether the app's process is running (matched by its full path). */
+function appRunning() {
+  return spawnSync('pgrep', ['-f', `^${APP}`]).status === 0;
+}
+
+/**
+ * Closes the window as a user would (through the window manager's close message) and waits
+ * for the app to quit by itself: it stops a running generation and saves the reply first.
+ * Returns whether it quit in time; the WebDriver session ends either way.
+ */
 export async function quitApp(driver) {
-  try {
-    await driver.close();
-  } catch {
-    // the app may already be gone
+  const closed = spawnSync(SYSTEM_PYTHON, [join(import.meta.dirname, 'close_window.py'), WINDOW_TITLE], { stdio: 'inherit' });
+  let quit = false;
+  if (closed.status === 0) {
+    for (let waited = 0; appRunning() && waited < QUIT_MS; waited += 100) await sleep(100);
+    quit = !appRunning();
   }
   try {
+    // Kills the app if it is still there.
     await driver.quit();
   } catch {
     // the session ended with the app
   }
+  return quit;
 }
 
 export async function screenshot(driver, name) {

@@ -12,6 +12,7 @@ import { byTestId, click, find, launchApp, quitApp, screenshot, startDriver, tex
 const MODEL_READY_MS = 240_000;
 const TOKENS_MS = 180_000;
 const PROMPT = 'Write a long story about a lighthouse keeper who finds a mysterious map. Describe every day of his journey in detail.';
+const FOLLOW_UP = 'Now tell me about the sea, at length.';
 const PENDING = By.css('[data-testid="message"][data-pending="true"] [data-testid="message-content"]');
 const LAST_ASSISTANT = By.css('[data-testid="message"][data-role="assistant"]:not([data-pending]):last-child');
 
@@ -36,7 +37,7 @@ async function openConversation(driver, title) {
   await waitForText(driver, byTestId('chat-title'), (text) => text === title, `the conversation "${title}" opens`);
 }
 
-test('a streamed reply is stopped, kept, and still there after a restart', async () => {
+test('a streamed reply is stopped, kept, and still there after a restart; closing mid-reply keeps it too', async () => {
   let driver = await launchApp();
   let title;
   let stoppedReply;
@@ -79,6 +80,28 @@ test('a streamed reply is stopped, kept, and still there after a restart', async
     assert.equal(await textOf(driver, await messages[1].findElement(byTestId('message-content'))), stoppedReply);
     assert.match(await textOf(driver, await messages[1].findElement(byTestId('message-stats'))), /Stopped/);
     await screenshot(driver, '04-after-restart');
+
+    // Closing the window mid-reply stops the generation, and what it generated is kept.
+    await waitForModel(driver);
+    await (await find(driver, byTestId('composer-input'))).sendKeys(FOLLOW_UP);
+    await click(driver, byTestId('send-button'));
+    await waitForText(driver, PENDING, (text) => text.trim().length >= 5, 'the follow-up reply streams', TOKENS_MS);
+    const quit = await quitApp(driver);
+    driver = null;
+    assert.ok(quit, 'the app quits when its window closes, mid-reply');
+  } finally {
+    if (driver) await quitApp(driver);
+  }
+
+  driver = await launchApp();
+  try {
+    await openConversation(driver, title);
+    await waitForText(driver, By.css('[data-testid="message"]:last-child [data-testid="message-stats"]'), (text) => /Stopped/.test(text), 'the reply cut off by closing the window is saved');
+    const messages = await driver.findElements(byTestId('message'));
+    assert.equal(messages.length, 4);
+    assert.equal(await textOf(driver, await messages[2].findElement(byTestId('message-content'))), FOLLOW_UP);
+    assert.notEqual(await textOf(driver, await messages[3].findElement(byTestId('message-content'))), '');
+    await screenshot(driver, '05-closed-mid-reply');
   } finally {
     await quitApp(driver);
   }
@@ -103,7 +126,7 @@ test('markup injected into a reply stays inert', async () => {
     const state = await driver.executeScript('return { pwned: window.__pwned ?? null, href: location.href, scripts: document.scripts.length }');
     assert.equal(state.pwned, null, 'no injected script or handler ran');
     assert.match(state.href, /^(tauri:\/\/localhost|http:\/\/tauri\.localhost)/, 'the webview did not navigate');
-    await screenshot(driver, '05-injected-markup');
+    await screenshot(driver, '06-injected-markup');
   } finally {
     await quitApp(driver);
   }
