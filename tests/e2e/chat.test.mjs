@@ -127,6 +127,19 @@ test('markup injected into a reply stays inert', async () => {
     assert.equal(state.pwned, null, 'no injected script or handler ran');
     assert.match(state.href, /^(tauri:\/\/localhost|http:\/\/tauri\.localhost)/, 'the webview did not navigate');
     await screenshot(driver, '06-injected-markup');
+
+    // The webview reaches the app's own commands and nothing else: no window, file or shell API.
+    const calls = await driver.executeAsyncScript(`
+      const done = arguments[arguments.length - 1];
+      const invoke = window.__TAURI_INTERNALS__.invoke;
+      Promise.allSettled([
+        invoke('app_status'),
+        invoke('plugin:window|close', { label: 'main' }),
+        invoke('plugin:fs|read_text_file', { path: '/etc/passwd' }),
+        invoke('plugin:shell|execute', { program: 'sh', args: ['-c', 'id'] }),
+      ]).then((results) => done(results.map((result) => (result.status === 'fulfilled' ? 'ok' : String(result.reason)))));`);
+    assert.equal(calls[0], 'ok');
+    for (const refusal of calls.slice(1)) assert.match(refusal, /not allowed/);
   } finally {
     await quitApp(driver);
   }
