@@ -3,10 +3,10 @@ use std::{
     panic::{self, AssertUnwindSafe},
     sync::{
         atomic::{AtomicU64, Ordering},
-        mpsc, Arc, Mutex,
+        Arc, Mutex,
     },
     thread::{self, JoinHandle},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use doppler_engine::{CancelToken, Engine, EngineOptions, LoadOptions, ModelInfo, Session};
@@ -22,13 +22,7 @@ pub struct EngineWorker {
     queue: Arc<JobQueue>,
     states: Arc<ModelStates>,
     next_generation: AtomicU64,
-    thread: Mutex<Option<RunningThread>>,
-}
-
-struct RunningThread {
-    handle: JoinHandle<()>,
-    /// Disconnects when the thread ends.
-    ended: mpsc::Receiver<()>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl EngineWorker {
@@ -36,17 +30,13 @@ impl EngineWorker {
     pub fn spawn(options: EngineOptions) -> EngineWorker {
         let queue = Arc::new(JobQueue::default());
         let states = Arc::new(ModelStates::default());
-        let (ended_sender, ended) = mpsc::channel();
         let thread = WorkerThread { options, engine: None, sessions: HashMap::new(), states: states.clone() };
         let worker_queue = queue.clone();
         let handle = thread::Builder::new()
             .name("engine-worker".to_string())
-            .spawn(move || {
-                let _ended = ended_sender;
-                thread.run(&worker_queue);
-            })
+            .spawn(move || thread.run(&worker_queue))
             .expect("the OS can start the engine worker thread");
-        EngineWorker { queue, states, next_generation: AtomicU64::new(1), thread: Mutex::new(Some(RunningThread { handle, ended })) }
+        EngineWorker { queue, states, next_generation: AtomicU64::new(1), thread: Mutex::new(Some(handle)) }
     }
 
     /// Loads a model file and keeps it on the GPU under `request.model_id`.
@@ -121,14 +111,15 @@ impl EngineWorker {
         for job in self.queue.close() {
             self.refuse(job);
         }
-        let Some(thread) = self.thread.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take() else { return };
-        match thread.ended.recv_timeout(grace) {
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                if thread.handle.join().is_err() {
-                    tracing::error!("the engine worker panicked");
-                }
-            }
-            Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => tracing::warn!(?grace, "the engine worker did not stop in time; leaving it"),
+        let Some(handle) = self.thread.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take() else { return };
+        let deadline = Instant::now() + grace;
+        while !handle.is_finished() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
+        if !handle.is_finished() {
+            tracing::warn!(?grace, "the engine worker did not stop in time; leaving it");
+        } else if handle.join().is_err() {
+            tracing::error!("the engine worker panicked");
         }
     }
 }

@@ -3,7 +3,7 @@ use std::{path::Path, sync::Arc};
 use doppler_engine::store::{default_models, fetch_model, FetchError, FetchEvent, InstalledModel, ModelStore, StoreError, WheelSource};
 
 use super::{DefaultModelView, InstalledModelView, ModelList};
-use crate::core::engine::{EngineWorker, LoadObserver, LoadRequest};
+use crate::core::engine::{EngineWorker, LoadObserver, LoadRequest, ModelState};
 
 /// The models on this machine (the engine's model store) and the worker that loads them.
 pub struct ModelCatalog {
@@ -100,9 +100,9 @@ impl ModelCatalog {
         Ok(store.install_file(&name, path, None)?)
     }
 
-    /// Deletes an installed model that is not loaded.
+    /// Deletes an installed model that is not loaded (nor on its way to or from the GPU).
     pub fn remove(&self, model_id: &str) -> Result<(), CatalogError> {
-        if self.worker.model_states().contains_key(model_id) {
+        if self.worker.model_states().get(model_id).is_some_and(|state| !matches!(state, ModelState::Failed { .. })) {
             return Err(CatalogError::Loaded(model_id.to_string()));
         }
         Ok(self.store()?.remove(model_id)?)
