@@ -20,16 +20,7 @@ fn linear_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * WG;
 }
 
-fn activation(x: f32) -> f32 {
-#ifdef GELU_TANH
-    // tanh through exp of a clamped argument: tanh of a large input must not become NaN.
-    let inner = clamp(0.7978845608028654 * (x + 0.044715 * x * x * x), -15.0, 15.0);
-    let e = exp(2.0 * inner);
-    return 0.5 * x * (1.0 + (e - 1.0) / (e + 1.0));
-#else
-    return x / (1.0 + exp(-x));
-#endif
-}
+#include "activation.wgsl"
 
 @compute @workgroup_size(WG)
 fn gated_activation(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

@@ -1,5 +1,5 @@
-// Prefill matrix-matrix product Y[t, r] = Σ_k W[r,k]·X[t,k] for t < step.n_tokens, over one
-// chunk of a weight matrix kept in its GGUF block layout (quant_formats.wgsl; a TYPE_* define
+// Prefill matrix-matrix product Y[t, r] = Σ_k W[r,k]·X[t,k] for t < step.n_tokens, over rows
+// of one chunk of a weight matrix kept in its GGUF block layout (quant_formats.wgsl; a TYPE_* define
 // picks the type). A workgroup owns a tile of TILE_ROWS rows × TILE_TOKENS tokens and walks K
 // in steps of TILE_K: it dequantizes the weight tile once into shared memory (so each weight is
 // decoded once per TILE_TOKENS tokens), stages the activations beside it, and every thread
@@ -19,7 +19,8 @@ struct Params {
     row_tiles: u32,
     // Tokens the activation buffers hold: a larger step.n_tokens is clamped to it.
     max_tokens: u32,
-    _pad: u32,
+    // Chunk row that is this product's first row: one part of a stacked matrix.
+    weight_row0: u32,
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
@@ -85,7 +86,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let row = row0 + r;
             var v = vec4<f32>(0.0);
             if (row < params.rows && k < row_len) {
-                v = dequant4(row * params.row_bytes + (k / BLOCK_LEN) * BLOCK_BYTES, k % BLOCK_LEN);
+                v = dequant4((params.weight_row0 + row) * params.row_bytes + (k / BLOCK_LEN) * BLOCK_BYTES, k % BLOCK_LEN);
             }
             let slot = (k - k0) * ROW_QUADS + r / 4u;
             let c = r % 4u;

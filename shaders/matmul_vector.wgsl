@@ -5,6 +5,11 @@
 // for all ROWS rows, so neighbouring threads read neighbouring words of every row.
 // Per-thread sums are reduced with subgroupAdd and one shared-memory slot per subgroup
 // (SUBGROUPS), or with a shared-memory tree.
+// Stacked matrices (projections of one input kept as one matrix) take one dispatch:
+//   SPLIT_OUTPUT: rows from params.second on go to y_second, and with THIRD_OUTPUT rows from
+//     params.third on to y_third (q, k and v).
+//   GATED: y[r] = act(W[r]·x) · W[second + r]·x for r < rows (gate and up, then the
+//     activation of activation.wgsl); a workgroup's ROWS (1 or 2) rows use 2·ROWS sums.
 
 struct Params {
     // Rows in this chunk.
@@ -15,17 +20,30 @@ struct Params {
     input_offset: u32,
     // Element of y that receives the chunk's first row.
     output_offset: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    // First row of the second (and third) part of a stacked matrix: see SPLIT_OUTPUT, GATED.
+    second: u32,
+    third: u32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
+#ifdef SPLIT_OUTPUT
+@group(0) @binding(4) var<storage, read_write> y_second: array<f32>;
+#endif
+#ifdef THIRD_OUTPUT
+@group(0) @binding(5) var<storage, read_write> y_third: array<f32>;
+#endif
 
 #include "quant_formats.wgsl"
+#ifdef GATED
+#include "activation.wgsl"
+const SUMS = 2u * ROWS;
+#else
+const SUMS = ROWS;
+#endif
 
 // Per-row partial sums (component r for row r): one per subgroup (SUBGROUPS; sized for
 // subgroups of one thread) or one per thread.
@@ -41,11 +59,45 @@ fn x_runs(x_base: u32, part: u32) -> Runs {
     );
 }
 
-fn row_part_dot(row: u32, block: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+// Sum `sum` of a workgroup whose first output row is first_row: sum s belongs to output row
+// first_row + s % ROWS, from the matrix's second part for s ≥ ROWS (GATED).
+fn sum_part_dot(sum: u32, first_row: u32, block: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+    let row = first_row + sum % ROWS;
     if (row >= params.rows) {
         return 0.0;
     }
-    return part_dot(row * params.row_bytes + block * BLOCK_BYTES, part, xs, x_sums);
+    var matrix_row = row;
+#ifdef GATED
+    if (sum >= ROWS) {
+        matrix_row += params.second;
+    }
+#endif
+    return part_dot(matrix_row * params.row_bytes + block * BLOCK_BYTES, part, xs, x_sums);
+}
+
+fn store(row: u32, value: f32) {
+#ifdef THIRD_OUTPUT
+    if (row >= params.third) {
+        y_third[row - params.third] = value;
+        return;
+    }
+#endif
+#ifdef SPLIT_OUTPUT
+    if (row >= params.second) {
+        y_second[row - params.second] = value;
+        return;
+    }
+#endif
+    y[params.output_offset + row] = value;
+}
+
+// Output row first_row + lid from the workgroup's reduced sums.
+fn finish(row: u32, lid: u32, sums: vec4<f32>) {
+#ifdef GATED
+    store(row, activation(sums[lid]) * sums[lid + ROWS]);
+#else
+    store(row, sums[lid]);
+#endif
 }
 
 @compute @workgroup_size(WG)
@@ -61,8 +113,8 @@ fn main(
 ) {
     let first_row = (wid.x + wid.y * nwg.x) * ROWS;
     let units = params.blocks_per_row * PARTS;
-    // Component r accumulates row first_row + r; ROWS is 1, 2 or 4 and the branches on it
-    // are resolved at compile time.
+    // Component s accumulates sum s (sum_part_dot); SUMS is 1, 2 or 4 and the branches on
+    // it are resolved at compile time.
     var acc = vec4<f32>(0.0);
     for (var unit = lid; unit < units; unit += WG) {
         let block = unit / PARTS;
@@ -71,13 +123,13 @@ fn main(
         // Run sums for types with block minimums; unused ones compile away.
         let one = vec4<f32>(1.0);
         let x_sums = vec4<f32>(dot(xs.r0, one), dot(xs.r1, one), dot(xs.r2, one), dot(xs.r3, one));
-        acc.x += row_part_dot(first_row, block, part, xs, x_sums);
-        if (ROWS > 1u) {
-            acc.y += row_part_dot(first_row + 1u, block, part, xs, x_sums);
+        acc.x += sum_part_dot(0u, first_row, block, part, xs, x_sums);
+        if (SUMS > 1u) {
+            acc.y += sum_part_dot(1u, first_row, block, part, xs, x_sums);
         }
-        if (ROWS > 2u) {
-            acc.z += row_part_dot(first_row + 2u, block, part, xs, x_sums);
-            acc.w += row_part_dot(first_row + 3u, block, part, xs, x_sums);
+        if (SUMS > 2u) {
+            acc.z += sum_part_dot(2u, first_row, block, part, xs, x_sums);
+            acc.w += sum_part_dot(3u, first_row, block, part, xs, x_sums);
         }
     }
 
@@ -88,11 +140,11 @@ fn main(
     }
     workgroupBarrier();
     if (lid < ROWS && first_row + lid < params.rows) {
-        var total = 0.0;
+        var total = vec4<f32>(0.0);
         for (var s = 0u; s < subgroups; s++) {
-            total += partial[s][lid];
+            total += partial[s];
         }
-        y[params.output_offset + first_row + lid] = total;
+        finish(first_row + lid, lid, total);
     }
 #else
     partial[lid] = acc;
@@ -104,7 +156,7 @@ fn main(
         workgroupBarrier();
     }
     if (lid < ROWS && first_row + lid < params.rows) {
-        y[params.output_offset + first_row + lid] = partial[0][lid];
+        finish(first_row + lid, lid, partial[0]);
     }
 #endif
 }

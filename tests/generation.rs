@@ -64,16 +64,21 @@ fn generation_behaviour() {
     assert_eq!(summary.stop_reason, StopReason::Cancelled);
     assert_eq!(summary.tokens.len(), 2);
 
-    // Several decode steps per submit give exactly the tokens of one step per submit, and
-    // tokens decoded past the stop are not kept in the cache.
+    // Several decode steps per submit, with a second batch queued behind the one being read,
+    // give exactly the tokens of one step per submit, and tokens decoded past the stop (in
+    // the batch read or the one still queued) are not kept in the cache.
     session.reset();
     session.set_steps_per_submit(4);
     let summary = session.generate(&capital, &greedy(6), &CancelToken::new(), &mut |_| {}).unwrap();
     assert_eq!(summary.tokens, reference_tokens);
     assert_eq!(session.cached_tokens().len(), capital.len() + 5);
-    session.set_steps_per_submit(1);
+    session.reset();
+    let summary = session.generate(&capital, &GenerateOptions { stop: vec![".".into()], ..greedy(20) }, &CancelToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(summary.text, " Paris");
+    assert_eq!(session.cached_tokens().len(), capital.len() + summary.tokens.len() - 1);
 
-    // A continued conversation reuses the cache and decodes what a fresh session decodes.
+    // A continued conversation reuses the cache and decodes what a fresh session decodes,
+    // after multi-step decoding ran ahead of the end of the previous reply.
     let mut follow_up = capital.clone();
     follow_up.extend_from_slice(&reference_tokens);
     follow_up.extend(prompt(&model, " What about Spain?"));
@@ -90,6 +95,8 @@ fn generation_behaviour() {
     assert!(summary.tokens.len() + capital.len() <= 96);
     let too_long = vec![capital[0]; 200];
     assert!(matches!(session.generate(&too_long, &greedy(1), &CancelToken::new(), &mut |_| {}), Err(GenerateError::PromptTooLong { .. })));
+
+    session.set_steps_per_submit(1);
 
     // Seeded sampling reproduces itself; chat templates drive generation too.
     let sampled = GenerateOptions { sampling: SamplingParams { temperature: 0.9, top_k: 40, top_p: 0.95, seed: 7, ..SamplingParams::greedy() }, ..greedy(8) };

@@ -12,10 +12,11 @@ use std::sync::Arc;
 
 use doppler_engine::{
     gguf::GgmlType,
-    gpu::{GpuContext, GpuMatrix, GpuOptions, OpList},
+    gpu::{GpuContext, GpuMatrix, GpuOptions, OpList, StackedMatrix},
     kernels::{
+        elementwise::Activation,
         embedding::record_embedding,
-        matmul::{record_matmul, record_matvec, SUPPORTED_TYPES},
+        matmul::{record_gated_matvec, record_matmul, record_matmul_rows, record_matvec, record_stacked_matvec, SUPPORTED_TYPES},
     },
     quant::{dequantize_row, random_quantized},
 };
@@ -252,6 +253,120 @@ fn chunked_matrices_match_reference() {
         let label = format!("chunked {}", ty.name());
         check_matvec(&ctx, &format!("{label} matvec"), &m, &w).unwrap();
         check_matmul(&ctx, &format!("{label} matmul"), &m, &w, &[5, 17]).unwrap();
+    }
+}
+
+/// Random matrices of one type and row length with `rows` rows each, stacked on the GPU.
+fn stack(ctx: &GpuContext, ty: GgmlType, row_len: usize, rows: &[usize], seed: u64) -> (Vec<TestMatrix>, StackedMatrix) {
+    let parts: Vec<TestMatrix> = rows.iter().enumerate().map(|(i, &r)| TestMatrix::random(ty, row_len, r, seed + i as u64)).collect();
+    let names: Vec<String> = (0..parts.len()).map(|i| format!("part{i}")).collect();
+    let data: Vec<(&str, u64, &[u8])> = parts.iter().zip(&names).map(|(m, name)| (name.as_str(), m.rows as u64, m.bytes.as_slice())).collect();
+    let stacked = StackedMatrix::upload(ctx, "stack", ty, row_len as u64, &data).expect("stack upload");
+    (parts, stacked)
+}
+
+/// Stacked products write each part to its own buffer (q, k, v in one dispatch).
+fn stacked_matvec_every_shape(ctx: &GpuContext) {
+    for (ty, row_len, rows) in [
+        (GgmlType::Q5_0, 640, vec![1024, 256, 256]),
+        (GgmlType::Q8_0, 1152, vec![97, 33]),
+        (GgmlType::Q4_K, 256, vec![2051, 1000, 1000]),
+        (GgmlType::Q6_K, 512, vec![5]),
+        (GgmlType::Q4_1, 576, vec![4099, 3]),
+    ] {
+        let (parts, stacked) = stack(ctx, ty, row_len, &rows, 3);
+        let x = values(row_len, 17);
+        let input = f32_buffer(ctx, &x);
+        let sentinel = 55.5f32;
+        let outputs: Vec<wgpu::Buffer> = parts.iter().map(|m| f32_buffer(ctx, &vec![sentinel; m.rows + 3])).collect();
+        let mut ops = OpList::new();
+        record_stacked_matvec(ctx, &mut ops, "stacked", &stacked, &input, &outputs.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(ops.len(), 1, "one dispatch for the whole stack");
+        run(ctx, &ops, 1);
+        for (i, (m, output)) in parts.iter().zip(&outputs).enumerate() {
+            let actual = ctx.read_f32(output, m.rows + 3).unwrap();
+            assert!(actual[m.rows..].iter().all(|&v| v == sentinel), "{} {rows:?}: part {i} written past its rows", ty.name());
+            let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, &x)).collect();
+            compare(&format!("stacked {} {rows:?} part {i} (subgroups: {})", ty.name(), ctx.caps.subgroups), &actual[..m.rows], &expected).unwrap();
+        }
+    }
+}
+
+#[test]
+fn stacked_matvec_writes_each_part_to_its_output() {
+    stacked_matvec_every_shape(&gpu(GpuOptions::default()));
+    stacked_matvec_every_shape(&without_subgroups());
+}
+
+/// f64 references of the activations (activation.wgsl) and their largest slope.
+fn activation(kind: Activation, x: f64) -> f64 {
+    match kind {
+        Activation::GeluTanh => 0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh()),
+        Activation::Silu => x / (1.0 + (-x).exp()),
+    }
+}
+const ACTIVATION_MAX_SLOPE: f64 = 1.13;
+
+fn gated_matvec_every_shape(ctx: &GpuContext) {
+    for kind in [Activation::GeluTanh, Activation::Silu] {
+        // 97 rows: one row per workgroup; 1100 and 2051: two, from a stack of 2200 or 4102.
+        for (ty, row_len, rows) in [(GgmlType::Q5_0, 640, 97), (GgmlType::Q4_K, 512, 1100), (GgmlType::Q8_0, 1152, 2051)] {
+            let (parts, stacked) = stack(ctx, ty, row_len, &[rows, rows], 9);
+            // Scaled so the gate sums reach the activations' curved range and beyond.
+            let x: Vec<f32> = values(row_len, 23).iter().map(|v| v * 0.2).collect();
+            let input = f32_buffer(ctx, &x);
+            let output = f32_buffer(ctx, &vec![-1.0; rows + 2]);
+            let mut ops = OpList::new();
+            record_gated_matvec(ctx, &mut ops, "gated", &stacked, &input, &output, kind).unwrap();
+            assert_eq!(ops.len(), 1);
+            run(ctx, &ops, 1);
+            let actual = ctx.read_f32(&output, rows + 2).unwrap();
+            assert_eq!(&actual[rows..], &[-1.0, -1.0], "written past the rows");
+            for r in 0..rows {
+                let ((g, g_magnitude), (u, u_magnitude)) = (parts[0].dot(r, &x), parts[1].dot(r, &x));
+                let expected = activation(kind, g) * u;
+                // The two sums' tolerances carried through act(g)·u, plus f32 rounding of it.
+                let tolerance_g = RELATIVE_TOLERANCE * g_magnitude + ABSOLUTE_TOLERANCE;
+                let tolerance_u = RELATIVE_TOLERANCE * u_magnitude + ABSOLUTE_TOLERANCE;
+                let tolerance = ACTIVATION_MAX_SLOPE * tolerance_g * (u.abs() + tolerance_u) + activation(kind, g).abs() * tolerance_u + 1e-6 * expected.abs();
+                let got = f64::from(actual[r]);
+                assert!((got - expected).abs() <= tolerance, "gated {kind:?} {} {rows}x{row_len} row {r} (subgroups: {}): got {got}, expected {expected}", ty.name(), ctx.caps.subgroups);
+            }
+        }
+    }
+}
+
+#[test]
+fn gated_matvec_matches_reference() {
+    gated_matvec_every_shape(&gpu(GpuOptions::default()));
+    gated_matvec_every_shape(&without_subgroups());
+}
+
+#[test]
+fn matmul_over_parts_of_a_chunked_stack_matches_reference() {
+    let ctx = gpu(GpuOptions::default());
+    let ty = GgmlType::Q5_0;
+    let parts: Vec<TestMatrix> = [70, 13, 40].iter().enumerate().map(|(i, &rows)| TestMatrix::random(ty, 640, rows, 60 + i as u64)).collect();
+    let bytes: Vec<u8> = parts.iter().flat_map(|m| m.bytes.iter().copied()).collect();
+    let row_bytes = parts[0].bytes.len() / parts[0].rows;
+    // Chunks of 32 rows: every part starts or ends inside a chunk, the second within one.
+    let w = GpuMatrix::upload_with_chunk_limit(&ctx, "w", ty, 640, 123, &bytes, (32 * row_bytes + 4) as u64).unwrap();
+    assert_eq!(w.chunks.len(), 4);
+    let n_tokens = 5u32;
+    let x = values(n_tokens as usize * 640, 61);
+    let input = f32_buffer(&ctx, &x);
+    let step = step_buffer(&ctx, n_tokens);
+    let mut first = 0u32;
+    for (i, m) in parts.iter().enumerate() {
+        let rows = first..first + m.rows as u32;
+        first = rows.end;
+        let output = ctx.zeroed_storage("Y", u64::from(n_tokens) * m.rows as u64 * 4);
+        let mut ops = OpList::new();
+        record_matmul_rows(&ctx, &mut ops, "part", &w, rows, &input, &output, &step, n_tokens).unwrap();
+        run(&ctx, &ops, n_tokens);
+        let actual = ctx.read_f32(&output, n_tokens as usize * m.rows).unwrap();
+        let expected: Vec<_> = (0..n_tokens as usize).flat_map(|t| (0..m.rows).map(move |r| (t, r))).map(|(t, r)| m.dot(r, &x[t * 640..(t + 1) * 640])).collect();
+        compare(&format!("matmul rows of part {i}"), &actual, &expected).unwrap();
     }
 }
 

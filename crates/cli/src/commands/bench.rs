@@ -67,6 +67,8 @@ struct BenchReport {
     pp_tokens_per_second: Stat,
     tg_tokens_per_second: Stat,
     ttft_ms: Stat,
+    /// CPU time recording and submitting decode steps, per generated token.
+    recording_ms_per_token: Stat,
     ms_per_token_p50: f64,
     ms_per_token_p90: f64,
     submits_per_token: f64,
@@ -97,6 +99,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut pp = Vec::new();
     let mut tg = Vec::new();
     let mut ttft = Vec::new();
+    let mut recording = Vec::new();
     let mut intervals = Vec::new();
     for run in 0..=args.runs {
         let started = Instant::now();
@@ -121,6 +124,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         pp.push(f64::from(args.prompt_tokens) / pp_seconds);
         tg.push(summary.generated_tokens as f64 / tg_seconds);
         ttft.push(first_token_ms.unwrap_or(0.0));
+        recording.push(summary.decode_recording_ms / summary.generated_tokens.max(1) as f64);
         intervals.extend(token_intervals);
     }
     intervals.sort_by(|a, b| a.total_cmp(b));
@@ -138,6 +142,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         pp_tokens_per_second: Stat::of(pp),
         tg_tokens_per_second: Stat::of(tg),
         ttft_ms: Stat::of(ttft),
+        recording_ms_per_token: Stat::of(recording),
         ms_per_token_p50: percentile(&intervals, 0.5),
         ms_per_token_p90: percentile(&intervals, 0.9),
         submits_per_token: 1.0 / args.steps_per_submit as f64,
@@ -151,7 +156,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
         println!("{} ({} {}) on {}", report.model, report.architecture, report.quantization, report.adapter);
         println!("pp{}: {:.1} ± {:.1} tok/s", args.prompt_tokens, report.pp_tokens_per_second.mean, report.pp_tokens_per_second.stddev);
         println!("tg{}: {:.1} ± {:.1} tok/s", args.gen_tokens, report.tg_tokens_per_second.mean, report.tg_tokens_per_second.stddev);
-        println!("ttft {:.2} ms, ms/token p50 {:.3} p90 {:.3}, GPU memory {} MiB", report.ttft_ms.mean, report.ms_per_token_p50, report.ms_per_token_p90, report.gpu_memory_bytes >> 20);
+        println!(
+            "ttft {:.2} ms, ms/token p50 {:.3} p90 {:.3}, CPU recording {:.3} ms/token, GPU memory {} MiB",
+            report.ttft_ms.mean,
+            report.ms_per_token_p50,
+            report.ms_per_token_p90,
+            report.recording_ms_per_token.mean,
+            report.gpu_memory_bytes >> 20
+        );
         if !report.kernels_per_token.is_empty() {
             println!("{:<28} {:>6} {:>12} {:>7}", "kernel", "calls", "µs/token", "share");
             for row in &report.kernels_per_token {

@@ -1,4 +1,8 @@
-use std::{collections::VecDeque, sync::Arc, time::Instant};
+use std::{
+    collections::VecDeque,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use serde::Serialize;
 
@@ -8,7 +12,7 @@ use super::{
     CancelToken, GenerateError,
 };
 use crate::{
-    gpu::{map_and_read, KernelProfiler, KernelTiming, OpList},
+    gpu::{map_and_read, map_and_read_after, KernelProfiler, KernelTiming, OpList},
     kernels::{
         matmul::record_matmul,
         sampling::{GpuSampler, SamplingParams},
@@ -67,6 +71,9 @@ pub struct GenerationSummary {
     pub time_to_first_token_ms: f64,
     pub prefill_ms: f64,
     pub decode_ms: f64,
+    /// CPU time of `decode_ms` spent recording and submitting decode steps: while one batch
+    /// is recorded the GPU runs the one before, so decode is CPU-bound when this nears it.
+    pub decode_recording_ms: f64,
     /// Decode speed after the first token.
     pub tokens_per_second: f64,
 }
@@ -78,7 +85,9 @@ pub struct Session {
     sampler: GpuSampler,
     /// Tokens whose keys and values are in the cache, in position order.
     cached: Vec<u32>,
-    readback: wgpu::Buffer,
+    /// One per decode batch in flight; the prefill step reads through the first.
+    readbacks: [wgpu::Buffer; DECODE_BATCHES_IN_FLIGHT],
+    next_readback: usize,
     profiler: Option<KernelProfiler>,
     last_timings: Vec<KernelTiming>,
     steps_per_submit: usize,
@@ -86,8 +95,19 @@ pub struct Session {
     row_logits: Option<RowLogits>,
 }
 
-/// Decode steps queued in one submit at most (the readback buffer holds one id per step).
+/// Decode steps queued in one submit at most (a readback buffer holds one id per step).
 const MAX_STEPS_PER_SUBMIT: usize = 64;
+
+/// Decode batches queued on the GPU at once: while the CPU waits for one and streams its
+/// tokens, the next is already queued, so the GPU never idles while the CPU encodes.
+const DECODE_BATCHES_IN_FLIGHT: usize = 2;
+
+/// Decode steps submitted together whose sampled tokens are not read back yet.
+struct DecodeBatch {
+    steps: usize,
+    readback: usize,
+    submission: wgpu::SubmissionIndex,
+}
 
 impl Session {
     pub(super) fn new(model: Arc<LoadedModel>) -> Result<Session, GenerateError> {
@@ -98,13 +118,26 @@ impl Session {
         let graph = ForwardGraph::new(&ctx, config, &model.weights, model.info.context_len, model.max_batch, &|ops: &mut OpList, acts| {
             sampler.record(&ctx, ops, &acts.logits, 0, &acts.tokens, &acts.step)
         })?;
-        let readback = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("token readback"),
-            size: MAX_STEPS_PER_SUBMIT as u64 * 4,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
+        let readbacks = std::array::from_fn(|_| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("token readback"),
+                size: MAX_STEPS_PER_SUBMIT as u64 * 4,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
         });
-        Ok(Session { model, graph, sampler, cached: Vec::new(), readback, profiler: None, last_timings: Vec::new(), steps_per_submit: 1, row_logits: None })
+        Ok(Session {
+            model,
+            graph,
+            sampler,
+            cached: Vec::new(),
+            readbacks,
+            next_readback: 0,
+            profiler: None,
+            last_timings: Vec::new(),
+            steps_per_submit: 1,
+            row_logits: None,
+        })
     }
 
     pub fn model(&self) -> &Arc<LoadedModel> {
@@ -174,16 +207,40 @@ impl Session {
         let end_ids = self.model.tokenizer.end_of_generation_ids().to_vec();
         let mut tokens = Vec::new();
         let mut text = String::new();
+        let mut in_flight = VecDeque::new();
+        // The input of the next batch to collect, positions fed to the GPU (queued included),
+        // and tokens sampled or queued to be (the first included).
+        let mut batch_input = first;
+        let mut fed = self.cached.len();
+        let mut produced = 1;
+        // Profiling reads one batch's timestamps at a time.
+        let depth = if self.profiler.is_some() { 1 } else { DECODE_BATCHES_IN_FLIGHT };
+        // Steps run past a stop overwrite sliding-window ring slots: the rings keep one
+        // prefill batch spare, so the queued steps must stay within it.
+        let steps_per_batch = self.steps_per_submit.min(self.graph.acts.max_tokens as usize / depth).max(1);
+        let mut recording = Duration::ZERO;
         let decode_started = Instant::now();
         let stop_reason = loop {
             let next = match sampled.pop_front() {
                 Some(token) => token,
                 None => {
-                    let last = *tokens.last().expect("the first token came from prefill");
-                    let remaining = (options.max_tokens as usize).saturating_sub(tokens.len());
-                    let steps = self.steps_per_submit.min(remaining).min(context - 1 - self.cached.len()).max(1);
-                    sampled.extend(self.decode_steps(last, steps)?);
-                    sampled.pop_front().expect("decode_steps returns one token per step")
+                    while in_flight.len() < depth {
+                        let steps = steps_per_batch.min((options.max_tokens as usize).saturating_sub(produced)).min((context - 1).saturating_sub(fed));
+                        if steps == 0 {
+                            break;
+                        }
+                        let recording_started = Instant::now();
+                        in_flight.push_back(self.submit_decode(steps));
+                        recording += recording_started.elapsed();
+                        produced += steps;
+                        fed += steps;
+                    }
+                    // Only a full context leaves nothing to queue while a token is still wanted.
+                    let Some(batch) = in_flight.pop_front() else { break StopReason::ContextFull };
+                    let outputs = self.collect_decode(batch_input, batch)?;
+                    batch_input = *outputs.last().expect("a batch has at least one step");
+                    sampled.extend(outputs);
+                    sampled.pop_front().expect("a batch has at least one step")
                 }
             };
             tokens.push(next);
@@ -204,11 +261,12 @@ impl Session {
             if cancel.is_cancelled() {
                 break StopReason::Cancelled;
             }
-            if sampled.is_empty() && self.cached.len() + 1 >= context {
+            if sampled.is_empty() && in_flight.is_empty() && fed + 1 >= context {
                 break StopReason::ContextFull;
             }
         };
-        // Tokens decoded ahead of a stop were fed to the GPU but are not part of the conversation.
+        // Tokens decoded ahead of a stop were fed to the GPU but are not part of the
+        // conversation; batches still in flight never entered `cached`.
         self.cached.truncate(self.cached.len() - sampled.len());
         if stop_reason != StopReason::StopString {
             let tail = decoder.finish();
@@ -230,6 +288,7 @@ impl Session {
             time_to_first_token_ms: prefill_ms,
             prefill_ms,
             decode_ms,
+            decode_recording_ms: recording.as_secs_f64() * 1e3,
             tokens_per_second: if decode_ms > 0.0 { decoded_after_first as f64 / (decode_ms / 1e3) } else { 0.0 },
         })
     }
@@ -259,25 +318,34 @@ impl Session {
         Ok(sampled)
     }
 
-    /// Runs `steps` decode steps in one submit, starting from `last` (which the sampler already
-    /// put in the GPU's input slot); each step's sampled token is fed to the next on the GPU,
-    /// and the CPU reads all of them back once at the end.
-    fn decode_steps(&mut self, last: u32, steps: usize) -> Result<Vec<u32>, GenerateError> {
+    /// Queues `steps` decode steps in one submit, continuing from the token the sampler last
+    /// put in the GPU's input slot: each step's sampled token is fed to the next on the GPU,
+    /// and each is copied out for `collect_decode` to read back once.
+    fn submit_decode(&mut self, steps: usize) -> DecodeBatch {
         let ctx = self.model.ctx.clone();
         let steps = steps.min(MAX_STEPS_PER_SUBMIT);
+        let readback = self.next_readback;
+        self.next_readback = (readback + 1) % DECODE_BATCHES_IN_FLIGHT;
         let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("decode steps") });
         for step in 0..steps {
             self.graph.decode.encode(&mut encoder, 1, self.profiler.as_ref());
-            encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readback, step as u64 * 4, 4);
+            encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readbacks[readback], step as u64 * 4, 4);
         }
-        ctx.queue.submit([encoder.finish()]);
-        let bytes = map_and_read(&ctx.device, &self.readback, steps as u64 * 4)?;
+        let submission = ctx.queue.submit([encoder.finish()]);
+        DecodeBatch { steps, readback, submission }
+    }
+
+    /// Waits for `batch` (not for batches queued after it) and returns its sampled tokens;
+    /// `input`, the token it started from, and all but its last output enter the cache.
+    fn collect_decode(&mut self, input: u32, batch: DecodeBatch) -> Result<Vec<u32>, GenerateError> {
+        let ctx = self.model.ctx.clone();
+        let bytes = map_and_read_after(&ctx.device, &self.readbacks[batch.readback], batch.steps as u64 * 4, Some(batch.submission))?;
         if let Some(profiler) = &self.profiler {
             self.last_timings = profiler.read(&ctx)?;
         }
         let outputs: Vec<u32> = bytemuck::cast_slice(&bytes).to_vec();
-        self.cached.push(last);
-        self.cached.extend_from_slice(&outputs[..steps - 1]);
+        self.cached.push(input);
+        self.cached.extend_from_slice(&outputs[..batch.steps - 1]);
         Ok(outputs)
     }
 
@@ -300,9 +368,9 @@ impl Session {
         let ctx = self.model.ctx.clone();
         let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prefill step") });
         self.graph.prefill.encode(&mut encoder, n_tokens, self.profiler.as_ref());
-        encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readback, 0, 4);
+        encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readbacks[0], 0, 4);
         ctx.queue.submit([encoder.finish()]);
-        let bytes = map_and_read(&ctx.device, &self.readback, 4)?;
+        let bytes = map_and_read(&ctx.device, &self.readbacks[0], 4)?;
         if let Some(profiler) = &self.profiler {
             self.last_timings = profiler.read(&ctx)?;
         }

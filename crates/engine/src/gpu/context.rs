@@ -306,12 +306,18 @@ impl GpuContext {
 
 /// Maps a MAP_READ buffer whose copy has been submitted, waits for the GPU and returns its bytes.
 pub fn map_and_read(device: &wgpu::Device, staging: &wgpu::Buffer, size: u64) -> Result<Vec<u8>, GpuError> {
+    map_and_read_after(device, staging, size, None)
+}
+
+/// As `map_and_read`, waiting only for `submission` (and those before it) rather than for
+/// everything queued: work submitted after it keeps the GPU busy while the CPU reads.
+pub fn map_and_read_after(device: &wgpu::Device, staging: &wgpu::Buffer, size: u64, submission: Option<wgpu::SubmissionIndex>) -> Result<Vec<u8>, GpuError> {
     let slice = staging.slice(0..size);
     let (sender, receiver) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |result| {
         let _ = sender.send(result);
     });
-    device.poll(wgpu::PollType::wait_indefinitely())?;
+    device.poll(wgpu::PollType::Wait { submission_index: submission, timeout: None })?;
     receiver.recv().expect("map_async callback runs during poll")?;
     let bytes = slice.get_mapped_range().expect("mapped after map_async succeeded").to_vec();
     staging.unmap();

@@ -12,6 +12,8 @@ pub enum WeightUploadError {
     SizeMismatch { name: String, actual: u64, expected: u64, rows: u64, row_len: u64, ty: &'static str },
     #[error("tensor '{name}': row length {row_len} is not a multiple of the {ty} block of {block} values")]
     PartialBlock { name: String, row_len: u64, ty: &'static str, block: usize },
+    #[error("stacked matrix '{name}': {bytes} bytes do not fit one storage binding")]
+    StackTooLarge { name: String, bytes: u64 },
 }
 
 /// Rows `first_row .. first_row + rows` of a matrix, in one buffer that fits one binding.
@@ -81,6 +83,45 @@ impl GpuMatrix {
 
     pub fn size_bytes(&self) -> u64 {
         self.row_bytes * u64::from(self.rows)
+    }
+}
+
+/// One matrix of a stack: its name and how many rows it adds.
+pub struct StackPart {
+    pub name: String,
+    pub rows: u32,
+}
+
+/// Matrices applied to the same input, of one type and row length, stacked by rows into one
+/// binding (q, k, v; gate, up), so one decode dispatch reads them all.
+pub struct StackedMatrix {
+    pub matrix: GpuMatrix,
+    pub parts: Vec<StackPart>,
+}
+
+impl StackedMatrix {
+    /// Stacks `parts` (name, rows, data) of `ggml_type` rows of `row_len` values. Only ever
+    /// one chunk: callers stack only what `fits_one_binding` accepts.
+    pub fn upload(ctx: &GpuContext, name: &str, ggml_type: GgmlType, row_len: u64, parts: &[(&str, u64, &[u8])]) -> Result<StackedMatrix, WeightUploadError> {
+        let rows = parts.iter().map(|&(_, rows, _)| rows).sum();
+        let data: Vec<u8> = parts.iter().flat_map(|&(_, _, data)| data.iter().copied()).collect();
+        let matrix = GpuMatrix::upload(ctx, name, ggml_type, row_len, rows, &data)?;
+        if matrix.chunks.len() != 1 {
+            return Err(WeightUploadError::StackTooLarge { name: name.into(), bytes: data.len() as u64 });
+        }
+        let parts = parts.iter().map(|&(name, rows, _)| StackPart { name: name.into(), rows: rows as u32 }).collect();
+        Ok(StackedMatrix { matrix, parts })
+    }
+
+    /// Whether `bytes` of weights fit one storage binding of this device.
+    pub fn fits_one_binding(ctx: &GpuContext, bytes: u64) -> bool {
+        bytes + 8 <= ctx.caps.max_storage_binding.min(ctx.caps.max_buffer_size)
+    }
+
+    /// The rows of part `index` within the stacked matrix.
+    pub fn part_rows(&self, index: usize) -> std::ops::Range<u32> {
+        let first: u32 = self.parts[..index].iter().map(|part| part.rows).sum();
+        first..first + self.parts[index].rows
     }
 }
 

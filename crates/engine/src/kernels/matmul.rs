@@ -5,10 +5,12 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{make_dispatch, KernelError};
+use std::ops::Range;
+
+use super::{elementwise::Activation, make_dispatch, KernelError};
 use crate::{
     gguf::GgmlType,
-    gpu::{grid, Define, GpuContext, GpuMatrix, OpList, Workgroups},
+    gpu::{grid, Define, GpuContext, GpuMatrix, MatrixChunk, OpList, StackedMatrix, Workgroups},
 };
 
 /// Weight types the matmul and embedding kernels decode.
@@ -100,7 +102,50 @@ struct MatvecParams {
     row_bytes: u32,
     input_offset: u32,
     output_offset: u32,
-    _pad: [u32; 3],
+    second: u32,
+    third: u32,
+    _pad: u32,
+}
+
+/// One matrix-vector dispatch over `chunk` of `w`; `rows` are the output rows (a GATED
+/// workgroup reads twice as many) and `extra` the defines and buffers of a variant.
+#[allow(clippy::too_many_arguments)]
+fn matvec_dispatch(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    w: &GpuMatrix,
+    chunk: &MatrixChunk,
+    params: MatvecParams,
+    max_rows_per_workgroup: u32,
+    extra_defines: &[Define],
+    buffers: &[&wgpu::Buffer],
+) -> Result<(), KernelError> {
+    let type_define = weight_type_define("matvec", w)?;
+    let (threads, rows_per_workgroup) = matvec_shape(params.blocks_per_row * parts_per_block(w.ggml_type), w.rows);
+    let rows_per_workgroup = rows_per_workgroup.min(max_rows_per_workgroup);
+    let mut defines = vec![type_define, Define::u32("WG", threads), Define::u32("ROWS", rows_per_workgroup)];
+    if ctx.caps.subgroups {
+        defines.push(Define::flag("SUBGROUPS"));
+    }
+    defines.extend_from_slice(extra_defines);
+    let params_buffer = ctx.uniform_buffer(label, &params);
+    let mut bound = vec![&chunk.buffer, buffers[0], buffers[1], &params_buffer];
+    bound.extend_from_slice(&buffers[2..]);
+    let workgroups = Workgroups::Fixed(grid(params.rows.div_ceil(rows_per_workgroup), ctx.caps.max_workgroups_per_dimension));
+    ops.push(make_dispatch(ctx, label, "matmul_vector.wgsl", "main", &defines, &bound, workgroups)?);
+    Ok(())
+}
+
+/// Errors unless `stack` is one chunk (its parts in one binding) with `parts` parts.
+fn check_stack(kernel: &'static str, stack: &StackedMatrix, parts: Range<usize>) -> Result<(), KernelError> {
+    if stack.matrix.chunks.len() != 1 || !parts.contains(&stack.parts.len()) {
+        return Err(KernelError::InvalidShape {
+            kernel,
+            message: format!("'{}': {} parts in {} chunks (need {parts:?} parts in one)", stack.matrix.name, stack.parts.len(), stack.matrix.chunks.len()),
+        });
+    }
+    Ok(())
 }
 
 /// Decode: `y[r] = Σ_k W[r,k]·x[k]` with x f32 `[row_len]` at element `input_offset` (a
@@ -118,32 +163,91 @@ pub fn record_matvec(
     output_offset: u32,
 ) -> Result<(), KernelError> {
     const KERNEL: &str = "matvec";
-    let type_define = weight_type_define(KERNEL, w)?;
+    weight_type_define(KERNEL, w)?;
     if !input_offset.is_multiple_of(4) {
         return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("input offset {input_offset} is not a multiple of 4") });
     }
     check_buffer(KERNEL, "input", input, u64::from(input_offset) + u64::from(w.row_len))?;
     check_buffer(KERNEL, "output", output, u64::from(output_offset) + u64::from(w.rows))?;
     let blocks_per_row = w.row_len / kernel_block_len(w.ggml_type);
-    let (threads, rows_per_workgroup) = matvec_shape(blocks_per_row * parts_per_block(w.ggml_type), w.rows);
-    let mut defines = vec![type_define, Define::u32("WG", threads), Define::u32("ROWS", rows_per_workgroup)];
-    if ctx.caps.subgroups {
-        defines.push(Define::flag("SUBGROUPS"));
-    }
     for (index, chunk) in w.chunks.iter().enumerate() {
-        let label = chunk_label(label, w, index);
-        let params = ctx.uniform_buffer(&label, &MatvecParams {
+        let params = MatvecParams {
             rows: chunk.rows,
             blocks_per_row,
             row_bytes: w.row_bytes as u32,
             input_offset,
             output_offset: output_offset + chunk.first_row,
-            _pad: [0; 3],
-        });
-        let workgroups = Workgroups::Fixed(grid(chunk.rows.div_ceil(rows_per_workgroup), ctx.caps.max_workgroups_per_dimension));
-        ops.push(make_dispatch(ctx, &label, "matmul_vector.wgsl", "main", &defines, &[&chunk.buffer, input, output, &params], workgroups)?);
+            second: 0,
+            third: 0,
+            _pad: 0,
+        };
+        matvec_dispatch(ctx, ops, &chunk_label(label, w, index), w, chunk, params, 4, &[], &[input, output])?;
     }
     Ok(())
+}
+
+/// Decode: the products of every part of `stack` with x in one dispatch, part i's rows into
+/// `outputs[i]` (from element 0).
+pub fn record_stacked_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, stack: &StackedMatrix, input: &wgpu::Buffer, outputs: &[&wgpu::Buffer]) -> Result<(), KernelError> {
+    const KERNEL: &str = "stacked matvec";
+    check_stack(KERNEL, stack, 1..4)?;
+    let w = &stack.matrix;
+    if outputs.len() != stack.parts.len() {
+        return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("'{}': {} outputs for {} parts", w.name, outputs.len(), stack.parts.len()) });
+    }
+    check_buffer(KERNEL, "input", input, u64::from(w.row_len))?;
+    for (index, output) in outputs.iter().enumerate() {
+        check_buffer(KERNEL, "output", output, u64::from(stack.parts[index].rows))?;
+    }
+    let starts: Vec<u32> = (0..stack.parts.len()).map(|index| stack.part_rows(index).start).collect();
+    let params = MatvecParams {
+        rows: w.rows,
+        blocks_per_row: w.row_len / kernel_block_len(w.ggml_type),
+        row_bytes: w.row_bytes as u32,
+        input_offset: 0,
+        output_offset: 0,
+        second: starts.get(1).copied().unwrap_or(w.rows),
+        third: starts.get(2).copied().unwrap_or(w.rows),
+        _pad: 0,
+    };
+    let flags: &[Define] = match outputs.len() {
+        1 => &[],
+        2 => &[Define::flag("SPLIT_OUTPUT")],
+        _ => &[Define::flag("SPLIT_OUTPUT"), Define::flag("THIRD_OUTPUT")],
+    };
+    let mut buffers = vec![input];
+    buffers.extend_from_slice(outputs);
+    matvec_dispatch(ctx, ops, label, w, &w.chunks[0], params, 4, flags, &buffers)
+}
+
+/// Decode: `y[r] = act(G[r]·x) · U[r]·x` for a stack of two equal parts G (gate) and U (up):
+/// the gated feed-forward input in one dispatch.
+pub fn record_gated_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, stack: &StackedMatrix, input: &wgpu::Buffer, output: &wgpu::Buffer, activation: Activation) -> Result<(), KernelError> {
+    const KERNEL: &str = "gated matvec";
+    check_stack(KERNEL, stack, 2..3)?;
+    let w = &stack.matrix;
+    let rows = stack.parts[0].rows;
+    if stack.parts[1].rows != rows {
+        return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("'{}': parts of {} and {} rows", w.name, rows, stack.parts[1].rows) });
+    }
+    check_buffer(KERNEL, "input", input, u64::from(w.row_len))?;
+    check_buffer(KERNEL, "output", output, u64::from(rows))?;
+    let params = MatvecParams {
+        rows,
+        blocks_per_row: w.row_len / kernel_block_len(w.ggml_type),
+        row_bytes: w.row_bytes as u32,
+        input_offset: 0,
+        output_offset: 0,
+        second: rows,
+        third: 0,
+        _pad: 0,
+    };
+    let mut defines = vec![Define::flag("GATED")];
+    if activation == Activation::GeluTanh {
+        defines.push(Define::flag("GELU_TANH"));
+    }
+    // Each output row takes two sums and a workgroup holds four.
+    matvec_dispatch(ctx, ops, label, w, &w.chunks[0], params, 2, &defines, &[input, output])
 }
 
 #[repr(C)]
@@ -156,7 +260,7 @@ struct MatmulParams {
     first_row: u32,
     row_tiles: u32,
     max_tokens: u32,
-    _pad: u32,
+    weight_row0: u32,
 }
 
 /// Prefill: `Y[t,r] = Σ_k W[r,k]·X[t,k]` for `t < step.n_tokens` (clamped to `max_tokens`),
@@ -172,7 +276,27 @@ pub fn record_matmul(
     step: &wgpu::Buffer,
     max_tokens: u32,
 ) -> Result<(), KernelError> {
+    record_matmul_rows(ctx, ops, label, w, 0..w.rows, input, output, step, max_tokens)
+}
+
+/// As `record_matmul` over rows `rows` of `w` only (one part of a stacked matrix): Y f32
+/// `[n, rows.len()]`.
+#[allow(clippy::too_many_arguments)]
+pub fn record_matmul_rows(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    w: &GpuMatrix,
+    rows: Range<u32>,
+    input: &wgpu::Buffer,
+    output: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    max_tokens: u32,
+) -> Result<(), KernelError> {
     const KERNEL: &str = "matmul";
+    if rows.is_empty() || rows.end > w.rows {
+        return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("'{}': rows {rows:?} of {}", w.name, w.rows) });
+    }
     let defines = [
         weight_type_define(KERNEL, w)?,
         Define::u32("WG", TILE_THREADS),
@@ -180,21 +304,28 @@ pub fn record_matmul(
         Define::u32("TILE_TOKENS", TILE_TOKENS),
         Define::u32("TILE_K", TILE_K),
     ];
+    let out_stride = rows.len() as u32;
     check_buffer(KERNEL, "input", input, u64::from(max_tokens) * u64::from(w.row_len))?;
-    check_buffer(KERNEL, "output", output, u64::from(max_tokens) * u64::from(w.rows))?;
+    check_buffer(KERNEL, "output", output, u64::from(max_tokens) * u64::from(out_stride))?;
     let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
     for (index, chunk) in w.chunks.iter().enumerate() {
+        // The chunk's rows that are in `rows`, as offsets within the chunk.
+        let first = rows.start.max(chunk.first_row) - chunk.first_row;
+        let end = rows.end.min(chunk.first_row + chunk.rows).saturating_sub(chunk.first_row);
+        if first >= end {
+            continue;
+        }
         let label = chunk_label(label, w, index);
-        let row_tiles = chunk.rows.div_ceil(TILE_ROWS);
+        let row_tiles = (end - first).div_ceil(TILE_ROWS);
         let params = ctx.uniform_buffer(&label, &MatmulParams {
-            rows: chunk.rows,
+            rows: end - first,
             row_len: w.row_len,
             row_bytes: w.row_bytes as u32,
-            out_stride: w.rows,
-            first_row: chunk.first_row,
+            out_stride,
+            first_row: chunk.first_row + first - rows.start,
             row_tiles,
             max_tokens,
-            _pad: 0,
+            weight_row0: first,
         });
         let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| grid(row_tiles * n_tokens.min(max_tokens).div_ceil(TILE_TOKENS), max_per_dimension)));
         ops.push(make_dispatch(ctx, &label, "matmul_tiled.wgsl", "main", &defines, &[&chunk.buffer, input, output, step, &params], workgroups)?);

@@ -1,12 +1,12 @@
 use super::{config::Architecture, gemma3, llama, ModelConfig, ModelError, ModelWeights};
 use crate::{
-    gpu::{GpuContext, GpuMatrix, OpList},
+    gpu::{GpuContext, GpuMatrix, OpList, StackedMatrix},
     kernels::{
         attention::{record_attention, record_decode_attention, KvCache},
-        elementwise::record_copy_last_row,
+        elementwise::{record_copy_last_row, record_gated_activation, Activation},
         embedding::record_embedding,
         fused_norm::{record_residual_norm, ResidualRows},
-        matmul::{record_matmul, record_matvec},
+        matmul::{record_gated_matvec, record_matmul, record_matmul_rows, record_matvec, record_stacked_matvec},
         norm::{record_rms_norm, NormOutput},
         rope::RopeTable,
         KernelError,
@@ -90,6 +90,39 @@ impl LayerContext<'_> {
         }
     }
 
+    /// Every part of `stacks` applied to `input`, part i (counting through the stacks) into
+    /// `outputs[i]`: one dispatch per stack in decode, one matmul per part in prefill.
+    pub fn projections(&self, ops: &mut OpList, stacks: &[StackedMatrix], input: &wgpu::Buffer, outputs: &[&wgpu::Buffer]) -> Result<(), KernelError> {
+        let (ctx, acts) = (self.ctx, self.acts);
+        let mut outputs = outputs.iter().copied();
+        for stack in stacks {
+            let stack_outputs: Vec<&wgpu::Buffer> = outputs.by_ref().take(stack.parts.len()).collect();
+            match self.mode {
+                ForwardMode::Decode if stack.parts.len() == 1 => record_matvec(ctx, ops, &part_label(&stack.parts[0].name), &stack.matrix, input, 0, stack_outputs[0], 0)?,
+                ForwardMode::Decode => record_stacked_matvec(ctx, ops, &stack_label(stack), stack, input, &stack_outputs)?,
+                ForwardMode::Prefill => {
+                    for (index, output) in stack_outputs.iter().enumerate() {
+                        let label = part_label(&stack.parts[index].name);
+                        record_matmul_rows(ctx, ops, &label, &stack.matrix, stack.part_rows(index), input, output, &acts.step, acts.max_tokens)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The gated feed-forward input `acts.gate = act(gate · normed) · (up · normed)`: one
+    /// dispatch in decode where gate and up share a stack. `label` names the activation.
+    pub fn gated_ffn_input(&self, ops: &mut OpList, label: &str, gate_up: &[StackedMatrix], activation: Activation) -> Result<(), KernelError> {
+        let acts = self.acts;
+        if let (ForwardMode::Decode, [stack]) = (self.mode, gate_up) {
+            let activation_name = label.rsplit('.').next().unwrap_or(label);
+            return record_gated_matvec(self.ctx, ops, &format!("{}+{activation_name}", stack_label(stack)), stack, &acts.normed, &acts.gate, activation);
+        }
+        self.projections(ops, gate_up, &acts.normed, &[&acts.gate, &acts.up])?;
+        record_gated_activation(self.ctx, ops, label, &acts.gate, &acts.up, &acts.step, self.config.ffn_hidden, activation)
+    }
+
     /// Attention of `acts.q` over `cache` into `acts.attention`: split over the keys in decode.
     pub fn attention(&self, ops: &mut OpList, label: &str, cache: &KvCache, window: u32) -> Result<(), KernelError> {
         let (acts, config) = (self.acts, self.config);
@@ -107,6 +140,19 @@ impl LayerContext<'_> {
         let rows = ResidualRows { block_out: &acts.projection, hidden: &acts.hidden, normed: &acts.normed };
         record_residual_norm(self.ctx, ops, label, rows, ends.post_norm, ends.next_norm, &acts.step, self.config.hidden, self.config.rms_eps)
     }
+}
+
+/// A dispatch label from a tensor name: `blk.3.attn_q.weight` → `blk.3.attn_q`.
+fn part_label(tensor: &str) -> String {
+    tensor.trim_end_matches(".weight").to_string()
+}
+
+/// The label of a stack's dispatch: `blk.3.attn_q+attn_k+attn_v`.
+fn stack_label(stack: &StackedMatrix) -> String {
+    let labels: Vec<String> = stack.parts.iter().map(|part| part_label(&part.name)).collect();
+    let prefix = labels[0].rfind('.').map_or("", |dot| &labels[0][..=dot]);
+    let names: Vec<&str> = labels.iter().map(|label| label.strip_prefix(prefix).unwrap_or(label)).collect();
+    format!("{prefix}{}", names.join("+"))
 }
 
 /// The norms around a residual add: the block's own post-norm (Gemma) and the next pre-norm.

@@ -11,7 +11,7 @@ use crate::{
     gpu::OpList,
     kernels::{
         attention::KvCache,
-        elementwise::{record_gated_activation, Activation},
+        elementwise::Activation,
         fused_qk::{record_qk_rope_store, QkNorms, QkvRows},
         rope::{RopeStyle, RopeTable},
         KernelError,
@@ -25,9 +25,7 @@ pub(super) fn record_layer(lc: &LayerContext, ops: &mut OpList, index: u32, w: &
     let gemma = w.gemma.as_ref().expect("Gemma 3 layers carry their extra norms");
     let name = |what: &str| format!("blk.{index}.{what}");
 
-    lc.linear(ops, &name("attn_q"), &w.q, &acts.normed, &acts.q)?;
-    lc.linear(ops, &name("attn_k"), &w.k, &acts.normed, &acts.k)?;
-    lc.linear(ops, &name("attn_v"), &w.v, &acts.normed, &acts.v)?;
+    lc.projections(ops, &w.qkv, &acts.normed, &[&acts.q, &acts.k, &acts.v])?;
     let rows = QkvRows { q: &acts.q, k: &acts.k, v: &acts.v };
     let norms = QkNorms { q: &gemma.q_norm, k: &gemma.k_norm, eps: config.rms_eps };
     record_qk_rope_store(ctx, ops, &name("qk_norm_rope_store"), rows, Some(norms), rope, RopeStyle::Neox, cache, &acts.step, config.n_heads)?;
@@ -36,9 +34,7 @@ pub(super) fn record_layer(lc: &LayerContext, ops: &mut OpList, index: u32, w: &
     lc.linear(ops, &name("attn_output"), &w.o, &acts.attention, &acts.projection)?;
     lc.residual_norm(ops, &name("post_attention_norm+ffn_norm"), LayerEnds { post_norm: Some(&gemma.post_attention_norm), next_norm: &w.ffn_norm })?;
 
-    lc.linear(ops, &name("ffn_gate"), &w.gate, &acts.normed, &acts.gate)?;
-    lc.linear(ops, &name("ffn_up"), &w.up, &acts.normed, &acts.up)?;
-    record_gated_activation(ctx, ops, &name("ffn_gelu"), &acts.gate, &acts.up, &acts.step, config.ffn_hidden, Activation::GeluTanh)?;
+    lc.gated_ffn_input(ops, &name("ffn_gelu"), &w.gate_up, Activation::GeluTanh)?;
     lc.linear(ops, &name("ffn_down"), &w.down, &acts.gate, &acts.projection)?;
     lc.residual_norm(ops, &name("post_ffw_norm+next_norm"), LayerEnds { post_norm: Some(&gemma.post_ffn_norm), next_norm })
 }

@@ -9,7 +9,7 @@ use crate::{
     gpu::OpList,
     kernels::{
         attention::KvCache,
-        elementwise::{record_gated_activation, Activation},
+        elementwise::Activation,
         fused_qk::{record_qk_rope_store, QkvRows},
         rope::{RopeStyle, RopeTable},
         KernelError,
@@ -22,18 +22,14 @@ pub(super) fn record_layer(lc: &LayerContext, ops: &mut OpList, index: u32, w: &
     let (ctx, config, acts) = (lc.ctx, lc.config, lc.acts);
     let name = |what: &str| format!("blk.{index}.{what}");
 
-    lc.linear(ops, &name("attn_q"), &w.q, &acts.normed, &acts.q)?;
-    lc.linear(ops, &name("attn_k"), &w.k, &acts.normed, &acts.k)?;
-    lc.linear(ops, &name("attn_v"), &w.v, &acts.normed, &acts.v)?;
+    lc.projections(ops, &w.qkv, &acts.normed, &[&acts.q, &acts.k, &acts.v])?;
     let rows = QkvRows { q: &acts.q, k: &acts.k, v: &acts.v };
     record_qk_rope_store(ctx, ops, &name("rope_store"), rows, None, rope, RopeStyle::Interleaved, cache, &acts.step, config.n_heads)?;
     lc.attention(ops, &name("attention"), cache, 0)?;
     lc.linear(ops, &name("attn_output"), &w.o, &acts.attention, &acts.projection)?;
     lc.residual_norm(ops, &name("attn_residual+ffn_norm"), LayerEnds { post_norm: None, next_norm: &w.ffn_norm })?;
 
-    lc.linear(ops, &name("ffn_gate"), &w.gate, &acts.normed, &acts.gate)?;
-    lc.linear(ops, &name("ffn_up"), &w.up, &acts.normed, &acts.up)?;
-    record_gated_activation(ctx, ops, &name("ffn_silu"), &acts.gate, &acts.up, &acts.step, config.ffn_hidden, Activation::Silu)?;
+    lc.gated_ffn_input(ops, &name("ffn_silu"), &w.gate_up, Activation::Silu)?;
     lc.linear(ops, &name("ffn_down"), &w.down, &acts.gate, &acts.projection)?;
     lc.residual_norm(ops, &name("ffn_residual+next_norm"), LayerEnds { post_norm: None, next_norm })
 }

@@ -1,7 +1,7 @@
 use super::{config::Architecture, ModelConfig, ModelError};
 use crate::{
     gguf::GgufFile,
-    gpu::{GpuContext, GpuMatrix},
+    gpu::{GpuContext, GpuMatrix, StackedMatrix},
 };
 
 /// Gemma 3's extra per-layer weights.
@@ -14,13 +14,12 @@ pub struct GemmaLayerNorms {
 
 pub struct LayerWeights {
     pub attn_norm: wgpu::Buffer,
-    pub q: GpuMatrix,
-    pub k: GpuMatrix,
-    pub v: GpuMatrix,
+    /// q, k and v, stacked where their types allow (see `Uploader::stacks`).
+    pub qkv: Vec<StackedMatrix>,
     pub o: GpuMatrix,
     pub ffn_norm: wgpu::Buffer,
-    pub gate: GpuMatrix,
-    pub up: GpuMatrix,
+    /// gate and up, stacked where their types allow.
+    pub gate_up: Vec<StackedMatrix>,
     pub down: GpuMatrix,
     pub gemma: Option<GemmaLayerNorms>,
 }
@@ -62,13 +61,10 @@ impl ModelWeights {
             };
             layers.push(LayerWeights {
                 attn_norm: uploader.vector(&name("attn_norm"))?,
-                q: uploader.matrix(&name("attn_q"))?,
-                k: uploader.matrix(&name("attn_k"))?,
-                v: uploader.matrix(&name("attn_v"))?,
+                qkv: uploader.stacks(&[&name("attn_q"), &name("attn_k"), &name("attn_v")])?,
                 o: uploader.matrix(&name("attn_output"))?,
                 ffn_norm: uploader.vector(&name("ffn_norm"))?,
-                gate: uploader.matrix(&name("ffn_gate"))?,
-                up: uploader.matrix(&name("ffn_up"))?,
+                gate_up: uploader.stacks(&[&name("ffn_gate"), &name("ffn_up")])?,
                 down: uploader.matrix(&name("ffn_down"))?,
                 gemma,
             });
@@ -94,6 +90,46 @@ impl Uploader<'_> {
             .checked(&format!("uploading {name}"), || GpuMatrix::upload(self.ctx, name, info.ggml_type, info.row_len(), info.rows(), data))??;
         self.advance(info.n_bytes);
         Ok(matrix)
+    }
+
+    /// Uploads `names` (matrices of one input) as stacks: each run of neighbours with one type
+    /// and row length that fits one binding becomes one matrix, so decode reads it in one
+    /// dispatch.
+    fn stacks(&mut self, names: &[&str]) -> Result<Vec<StackedMatrix>, ModelError> {
+        let infos = names
+            .iter()
+            .map(|&name| self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut stacks = Vec::new();
+        let mut first = 0;
+        while first < infos.len() {
+            let head = infos[first];
+            let mut end = first + 1;
+            let mut bytes = head.n_bytes;
+            while let Some(next) = infos.get(end) {
+                let fits = StackedMatrix::fits_one_binding(self.ctx, bytes + next.n_bytes);
+                if next.ggml_type != head.ggml_type || next.row_len() != head.row_len() || !fits {
+                    break;
+                }
+                bytes += next.n_bytes;
+                end += 1;
+            }
+            let group = &infos[first..end];
+            let stack_name = group.iter().map(|info| info.name.as_str()).collect::<Vec<_>>().join("+");
+            let stack = if group.len() == 1 {
+                let matrix = self.matrix(&head.name)?;
+                let rows = matrix.rows;
+                StackedMatrix { matrix, parts: vec![crate::gpu::StackPart { name: head.name.clone(), rows }] }
+            } else {
+                let parts: Vec<(&str, u64, &[u8])> = group.iter().map(|info| (info.name.as_str(), info.rows(), self.gguf.tensor_data(info))).collect();
+                let stack = self.ctx.checked(&format!("uploading {stack_name}"), || StackedMatrix::upload(self.ctx, &stack_name, head.ggml_type, head.row_len(), &parts))??;
+                self.advance(bytes);
+                stack
+            };
+            stacks.push(stack);
+            first = end;
+        }
+        Ok(stacks)
     }
 
     fn vector(&mut self, name: &str) -> Result<wgpu::Buffer, ModelError> {
