@@ -12,6 +12,6 @@ $D synth --arch gemma3 --size 1b --out /tmp/g1b.gguf --tokenizer-from .device-ca
 sha256sum /tmp/g270m.gguf | tee $OUT/synth-sha.txt
 $D logits --model /tmp/g270m.gguf --prompt "The quick brown fox jumps over the lazy dog" --top 10 > $OUT/logits-270m.json
 for m in g270m g1b; do
-  $D bench --model /tmp/$m.gguf --runs ${RUNS:-3} --json ${PROFILE:+--profile} --steps-per-submit ${STEPS:-16} > $OUT/bench-$m.json
+  $D bench --model /tmp/$m.gguf --runs ${RUNS:-3} --json ${PROFILE:+--profile} ${STEPS:+--steps-per-submit $STEPS} > $OUT/bench-$m.json
   python3 -c "import json;r=json.load(open('$OUT/bench-$m.json'));print('$m', 'pp', r['pp_tokens_per_second']['mean'], 'tg', r['tg_tokens_per_second']['mean']); [print(k) for k in r['kernels_per_token'][:12]]"
 done

@@ -20,9 +20,10 @@ pub struct BenchArgs {
     gen_tokens: u32,
     #[arg(long, default_value_t = 5)]
     runs: u32,
-    /// Decode steps queued per GPU submit (the GPU-resident decode loop reads tokens back once per submit).
-    #[arg(long, default_value_t = 16)]
-    steps_per_submit: usize,
+    /// Decode steps per GPU submit (the GPU-resident decode loop reads tokens back once per
+    /// submit); by default the engine sizes batches as it does for every generation.
+    #[arg(long)]
+    steps_per_submit: Option<usize>,
     /// Print the per-kernel GPU time table (timestamp queries).
     #[arg(long)]
     profile: bool,
@@ -63,7 +64,8 @@ struct BenchReport {
     prompt_tokens: u32,
     gen_tokens: u32,
     runs: u32,
-    steps_per_submit: usize,
+    /// `null`: sized by the engine.
+    steps_per_submit: Option<usize>,
     pp_tokens_per_second: Stat,
     tg_tokens_per_second: Stat,
     ttft_ms: Stat,
@@ -88,7 +90,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let context = args.prompt_tokens.max(args.gen_tokens + 1) + 16;
     let model = load_with(&args.model, Some(context), Some(args.prompt_tokens.max(1)))?;
     let mut session = model.new_session()?;
-    session.set_steps_per_submit(args.steps_per_submit);
+    if let Some(steps) = args.steps_per_submit {
+        session.set_steps_per_submit(steps);
+    }
     let vocab = model.config().vocab_size;
     let bos = model.tokenizer().bos_id().unwrap_or(0);
     // A fixed, varied prompt: ids spread over the vocabulary.
@@ -100,6 +104,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut tg = Vec::new();
     let mut ttft = Vec::new();
     let mut recording = Vec::new();
+    let mut submits_per_token = Vec::new();
     let mut intervals = Vec::new();
     for run in 0..=args.runs {
         let started = Instant::now();
@@ -125,6 +130,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         tg.push(summary.generated_tokens as f64 / tg_seconds);
         ttft.push(first_token_ms.unwrap_or(0.0));
         recording.push(summary.decode_recording_ms / summary.generated_tokens.max(1) as f64);
+        submits_per_token.push(summary.decode_submits as f64 / summary.generated_tokens.max(1) as f64);
         intervals.extend(token_intervals);
     }
     intervals.sort_by(|a, b| a.total_cmp(b));
@@ -145,7 +151,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         recording_ms_per_token: Stat::of(recording),
         ms_per_token_p50: percentile(&intervals, 0.5),
         ms_per_token_p90: percentile(&intervals, 0.9),
-        submits_per_token: 1.0 / args.steps_per_submit as f64,
+        submits_per_token: Stat::of(submits_per_token).mean,
         readback_bytes_per_token: 4.0,
         gpu_memory_bytes: model.info().weight_bytes + session.gpu_bytes(),
         kernels_per_token,

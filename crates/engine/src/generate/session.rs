@@ -74,6 +74,8 @@ pub struct GenerationSummary {
     /// CPU time of `decode_ms` spent recording and submitting decode steps: while one batch
     /// is recorded the GPU runs the one before, so decode is CPU-bound when this nears it.
     pub decode_recording_ms: f64,
+    /// Queue submits of decode batches (the last ones may have run past the end).
+    pub decode_submits: usize,
     /// Decode speed after the first token.
     pub tokens_per_second: f64,
 }
@@ -90,13 +92,18 @@ pub struct Session {
     next_readback: usize,
     profiler: Option<KernelProfiler>,
     last_timings: Vec<KernelTiming>,
-    steps_per_submit: usize,
+    /// Decode steps per submit when fixed; `None` sizes batches by `TARGET_BATCH_TIME`.
+    steps_per_submit: Option<usize>,
     /// Created on the first perplexity evaluation.
     row_logits: Option<RowLogits>,
 }
 
 /// Decode steps queued in one submit at most (a readback buffer holds one id per step).
 const MAX_STEPS_PER_SUBMIT: usize = 64;
+
+/// How long a decode batch should take when its size is not fixed: long enough to hide the
+/// per-submit costs, short enough that tokens stream smoothly and a stop is heard at once.
+const TARGET_BATCH_TIME: Duration = Duration::from_millis(20);
 
 /// Decode batches queued on the GPU at once: while the CPU waits for one and streams its
 /// tokens, the next is already queued, so the GPU never idles while the CPU encodes.
@@ -135,7 +142,7 @@ impl Session {
             next_readback: 0,
             profiler: None,
             last_timings: Vec::new(),
-            steps_per_submit: 1,
+            steps_per_submit: None,
             row_logits: None,
         })
     }
@@ -217,27 +224,37 @@ impl Session {
         let depth = if self.profiler.is_some() { 1 } else { DECODE_BATCHES_IN_FLIGHT };
         // Steps run past a stop overwrite sliding-window ring slots: the rings keep one
         // prefill batch spare, so the queued steps must stay within it.
-        let steps_per_batch = self.steps_per_submit.min(self.graph.acts.max_tokens as usize / depth).max(1);
+        let steps_cap = (self.graph.acts.max_tokens as usize / depth).clamp(1, MAX_STEPS_PER_SUBMIT);
+        let fixed_steps = self.steps_per_submit;
+        // Steps read back so far, to size the next batch from the decode speed seen.
+        let mut collected = 0;
         let mut recording = Duration::ZERO;
+        let mut submits = 0;
         let decode_started = Instant::now();
         let stop_reason = loop {
             let next = match sampled.pop_front() {
                 Some(token) => token,
                 None => {
                     while in_flight.len() < depth {
-                        let steps = steps_per_batch.min((options.max_tokens as usize).saturating_sub(produced)).min((context - 1).saturating_sub(fed));
+                        let wanted = fixed_steps.unwrap_or_else(|| match collected {
+                            0 => 1,
+                            _ => (TARGET_BATCH_TIME.as_secs_f64() * collected as f64 / decode_started.elapsed().as_secs_f64()) as usize,
+                        });
+                        let steps = wanted.clamp(1, steps_cap).min((options.max_tokens as usize).saturating_sub(produced)).min((context - 1).saturating_sub(fed));
                         if steps == 0 {
                             break;
                         }
                         let recording_started = Instant::now();
                         in_flight.push_back(self.submit_decode(steps));
                         recording += recording_started.elapsed();
+                        submits += 1;
                         produced += steps;
                         fed += steps;
                     }
                     // Only a full context leaves nothing to queue while a token is still wanted.
                     let Some(batch) = in_flight.pop_front() else { break StopReason::ContextFull };
                     let outputs = self.collect_decode(batch_input, batch)?;
+                    collected += outputs.len();
                     batch_input = *outputs.last().expect("a batch has at least one step");
                     sampled.extend(outputs);
                     sampled.pop_front().expect("a batch has at least one step")
@@ -289,6 +306,7 @@ impl Session {
             prefill_ms,
             decode_ms,
             decode_recording_ms: recording.as_secs_f64() * 1e3,
+            decode_submits: submits,
             tokens_per_second: if decode_ms > 0.0 { decoded_after_first as f64 / (decode_ms / 1e3) } else { 0.0 },
         })
     }
@@ -349,9 +367,11 @@ impl Session {
         Ok(outputs)
     }
 
-    /// How many decode steps to queue per submit (1 = read every token back before the next step).
+    /// Fixes how many decode steps go in one submit (1 = read every token back before the
+    /// next step). By default batches grow from one step until one takes about
+    /// `TARGET_BATCH_TIME`: a fast GPU gets long GPU-resident runs, a slow one still streams.
     pub fn set_steps_per_submit(&mut self, steps: usize) {
-        self.steps_per_submit = steps.clamp(1, MAX_STEPS_PER_SUBMIT);
+        self.steps_per_submit = Some(steps.clamp(1, MAX_STEPS_PER_SUBMIT));
     }
 
     /// Writes a prefill batch and its step header, runs it, and returns the sampled token.
