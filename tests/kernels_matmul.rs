@@ -322,14 +322,14 @@ fn gated_matvec_every_shape(ctx: &GpuContext) {
             run(ctx, &ops, 1);
             let actual = ctx.read_f32(&output, rows + 2).unwrap();
             assert_eq!(&actual[rows..], &[-1.0, -1.0], "written past the rows");
-            for r in 0..rows {
+            for (r, &got) in actual[..rows].iter().enumerate() {
                 let ((g, g_magnitude), (u, u_magnitude)) = (parts[0].dot(r, &x), parts[1].dot(r, &x));
                 let expected = activation(kind, g) * u;
                 // The two sums' tolerances carried through act(g)·u, plus f32 rounding of it.
                 let tolerance_g = RELATIVE_TOLERANCE * g_magnitude + ABSOLUTE_TOLERANCE;
                 let tolerance_u = RELATIVE_TOLERANCE * u_magnitude + ABSOLUTE_TOLERANCE;
                 let tolerance = ACTIVATION_MAX_SLOPE * tolerance_g * (u.abs() + tolerance_u) + activation(kind, g).abs() * tolerance_u + 1e-6 * expected.abs();
-                let got = f64::from(actual[r]);
+                let got = f64::from(got);
                 assert!((got - expected).abs() <= tolerance, "gated {kind:?} {} {rows}x{row_len} row {r} (subgroups: {}): got {got}, expected {expected}", ty.name(), ctx.caps.subgroups);
             }
         }

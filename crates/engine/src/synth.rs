@@ -89,7 +89,7 @@ fn use_more_bits(layer: u32, layers: u32) -> bool {
 /// The Q4_K_M type of a matrix whose rows have `row_len` values: K-quants need whole
 /// 256-value super-blocks, and llama.cpp falls back to Q5_0 (or Q8_0 for Q6_K) otherwise.
 fn q4_k_m_type(wanted: GgmlType, row_len: u32) -> GgmlType {
-    if row_len % 256 == 0 {
+    if row_len.is_multiple_of(256) {
         return wanted;
     }
     match wanted {

@@ -129,7 +129,7 @@ fn capabilities(adapter: &wgpu::Adapter, options: &GpuOptions) -> GpuCapabilitie
                 | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
                 | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES,
         ) && options.want_timestamps,
-        max_storage_binding: limits.max_storage_buffer_binding_size as u64,
+        max_storage_binding: limits.max_storage_buffer_binding_size,
         max_buffer_size: limits.max_buffer_size,
         max_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
         max_workgroup_storage_bytes: limits.max_compute_workgroup_storage_size,

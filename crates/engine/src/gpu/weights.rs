@@ -52,7 +52,7 @@ impl GpuMatrix {
         max_chunk_bytes: u64,
     ) -> Result<GpuMatrix, WeightUploadError> {
         let ty = ggml_type.name();
-        if row_len % ggml_type.block_len() as u64 != 0 {
+        if !row_len.is_multiple_of(ggml_type.block_len() as u64) {
             return Err(WeightUploadError::PartialBlock { name: name.into(), row_len, ty, block: ggml_type.block_len() });
         }
         let row_bytes = row_len / ggml_type.block_len() as u64 * ggml_type.block_bytes() as u64;

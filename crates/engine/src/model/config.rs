@@ -52,7 +52,7 @@ pub struct ModelConfig {
 impl ModelConfig {
     /// Whether layer `index` uses the sliding window (Gemma 3: five local layers, then one global).
     pub fn is_sliding_layer(&self, index: u32) -> bool {
-        self.architecture == Architecture::Gemma3 && self.sliding_window > 0 && (index + 1) % 6 != 0
+        self.architecture == Architecture::Gemma3 && self.sliding_window > 0 && !(index + 1).is_multiple_of(6)
     }
 
     /// Derives the configuration from metadata and cross-checks it against the tensor table.
