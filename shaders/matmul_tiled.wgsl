@@ -5,6 +5,10 @@
 // decoded once per TILE_TOKENS tokens), stages the activations beside it, and every thread
 // accumulates a 4-row × 4-token block of outputs from vec4 reads of both tiles.
 // Needs WG = (TILE_ROWS / 4) · (TILE_TOKENS / 4).
+// Split K: with params.splits > 1, the workgroups of split s walk only K values
+// s·split_len .. (s + 1)·split_len and write their partial sums to slice s of y (a scratch
+// buffer, slices split_stride apart), which elementwise.wgsl's sum_slices adds up. Matrices
+// with few rows then still spread over every compute unit.
 #include "step.wgsl"
 
 struct Params {
@@ -21,6 +25,11 @@ struct Params {
     max_tokens: u32,
     // Chunk row that is this product's first row: one part of a stacked matrix.
     weight_row0: u32,
+    splits: u32,
+    // K values per split (a multiple of TILE_K), and elements between the splits' slices.
+    split_len: u32,
+    split_stride: u32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
@@ -40,11 +49,11 @@ var<workgroup> w_tile: array<vec4<f32>, TILE_K * ROW_QUADS>;
 var<workgroup> x_tile: array<vec4<f32>, TILE_K * TOKEN_QUADS>;
 
 // Writes the outputs of one token for rows row .. row + 3 (component c is row + c).
-fn store(token: u32, n_tokens: u32, row: u32, values: vec4<f32>) {
+fn store(split: u32, token: u32, n_tokens: u32, row: u32, values: vec4<f32>) {
     if (token >= n_tokens) {
         return;
     }
-    let at = token * params.out_stride + params.first_row + row;
+    let at = split * params.split_stride + token * params.out_stride + params.first_row + row;
     if (row < params.rows) {
         y[at] = values.x;
     }
@@ -61,14 +70,19 @@ fn store(token: u32, n_tokens: u32, row: u32, values: vec4<f32>) {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let tile = wid.x + wid.y * nwg.x;
     let n_tokens = min(step.n_tokens, params.max_tokens);
+    let tiles_per_split = params.row_tiles * ((n_tokens + TILE_TOKENS - 1u) / TILE_TOKENS);
+    let index = wid.x + wid.y * nwg.x;
+    let split = index / tiles_per_split;
+    let tile = index % tiles_per_split;
     let row0 = (tile % params.row_tiles) * TILE_ROWS;
     let token0 = (tile / params.row_tiles) * TILE_TOKENS;
-    if (token0 >= n_tokens) {
+    if (split >= params.splits || token0 >= n_tokens) {
         return;
     }
     let row_len = params.row_len;
+    let k_first = split * params.split_len;
+    let k_end = min(row_len, k_first + params.split_len);
     let row_quad = lid % ROW_QUADS;
     let token_quad = lid / ROW_QUADS;
     // acc_j[c]: token token0 + 4·token_quad + j, row row0 + 4·row_quad + c. Named vectors,
@@ -78,14 +92,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var acc_2 = vec4<f32>(0.0);
     var acc_3 = vec4<f32>(0.0);
 
-    for (var k0 = 0u; k0 < row_len; k0 += TILE_K) {
+    for (var k0 = k_first; k0 < k_end; k0 += TILE_K) {
         // Neighbouring threads decode neighbouring values of one row: coalesced weight reads.
         for (var i = lid; i < TILE_ROWS * K_QUADS; i += WG) {
             let r = i / K_QUADS;
             let k = k0 + (i % K_QUADS) * 4u;
             let row = row0 + r;
             var v = vec4<f32>(0.0);
-            if (row < params.rows && k < row_len) {
+            if (row < params.rows && k < k_end) {
                 v = dequant4((params.weight_row0 + row) * params.row_bytes + (k / BLOCK_LEN) * BLOCK_BYTES, k % BLOCK_LEN);
             }
             let slot = (k - k0) * ROW_QUADS + r / 4u;
@@ -100,7 +114,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let k = k0 + (i % K_QUADS) * 4u;
             let token = token0 + t;
             var v = vec4<f32>(0.0);
-            if (token < n_tokens && k < row_len) {
+            if (token < n_tokens && k < k_end) {
                 v = x[(token * row_len + k) >> 2u];
             }
             let slot = (k - k0) * TOKEN_QUADS + t / 4u;
@@ -124,8 +138,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
     let token = token0 + token_quad * 4u;
     let row = row0 + row_quad * 4u;
-    store(token, n_tokens, row, acc_0);
-    store(token + 1u, n_tokens, row, acc_1);
-    store(token + 2u, n_tokens, row, acc_2);
-    store(token + 3u, n_tokens, row, acc_3);
+    store(split, token, n_tokens, row, acc_0);
+    store(split, token + 1u, n_tokens, row, acc_1);
+    store(split, token + 2u, n_tokens, row, acc_2);
+    store(split, token + 3u, n_tokens, row, acc_3);
 }

@@ -195,6 +195,11 @@ fn matvec_reads_and_writes_at_offsets_and_leaves_the_rest() {
 
 /// Runs the tiled kernel on `w` for each token count in `token_counts` and checks it.
 fn check_matmul(ctx: &GpuContext, label: &str, m: &TestMatrix, w: &GpuMatrix, token_counts: &[u32]) -> Result<f64, String> {
+    check_matmul_with(ctx, label, m, w, token_counts, None)
+}
+
+/// As `check_matmul`, splitting K over `scratch` where the kernel chooses to.
+fn check_matmul_with(ctx: &GpuContext, label: &str, m: &TestMatrix, w: &GpuMatrix, token_counts: &[u32], scratch: Option<&wgpu::Buffer>) -> Result<f64, String> {
     let max_tokens = *token_counts.iter().max().unwrap();
     let x = values(max_tokens as usize * m.row_len, m.rows as u64 + 3);
     let input = f32_buffer(ctx, &x);
@@ -204,7 +209,10 @@ fn check_matmul(ctx: &GpuContext, label: &str, m: &TestMatrix, w: &GpuMatrix, to
         let output = f32_buffer(ctx, &vec![sentinel; max_tokens as usize * m.rows]);
         let step = step_buffer(ctx, n);
         let mut ops = OpList::new();
-        record_matmul(ctx, &mut ops, label, w, &input, &output, &step, max_tokens).map_err(|e| format!("{label}: {e}"))?;
+        record_matmul_rows(ctx, &mut ops, label, w, 0..w.rows, &input, &output, &step, max_tokens, scratch).map_err(|e| format!("{label}: {e}"))?;
+        if scratch.is_some() && ops.len() < 2 {
+            return Err(format!("{label}: K was not split"));
+        }
         run(ctx, &ops, n);
         let actual = ctx.read_f32(&output, max_tokens as usize * m.rows).expect("read back");
         let n = n as usize;
@@ -362,11 +370,25 @@ fn matmul_over_parts_of_a_chunked_stack_matches_reference() {
         first = rows.end;
         let output = ctx.zeroed_storage("Y", u64::from(n_tokens) * m.rows as u64 * 4);
         let mut ops = OpList::new();
-        record_matmul_rows(&ctx, &mut ops, "part", &w, rows, &input, &output, &step, n_tokens).unwrap();
+        record_matmul_rows(&ctx, &mut ops, "part", &w, rows, &input, &output, &step, n_tokens, None).unwrap();
         run(&ctx, &ops, n_tokens);
         let actual = ctx.read_f32(&output, n_tokens as usize * m.rows).unwrap();
         let expected: Vec<_> = (0..n_tokens as usize).flat_map(|t| (0..m.rows).map(move |r| (t, r))).map(|(t, r)| m.dot(r, &x[t * 640..(t + 1) * 640])).collect();
         compare(&format!("matmul rows of part {i}"), &actual, &expected).unwrap();
+    }
+}
+
+#[test]
+fn split_k_matmul_matches_reference() {
+    let ctx = gpu(GpuOptions::default());
+    // Few rows and long rows: the kernel splits K and adds the slices in a second dispatch.
+    for (ty, row_len, rows) in [(GgmlType::Q6_K, 2304, 64), (GgmlType::Q5_0, 6912, 97), (GgmlType::Q8_0, 640, 3)] {
+        let m = TestMatrix::random(ty, row_len, rows, 71);
+        // Room for a few slices only: the split count also follows the scratch size.
+        let scratch = ctx.zeroed_storage("splits", (3 * 70 * rows * 4) as u64);
+        let label = format!("split-K {} {rows}x{row_len}", ty.name());
+        check_matmul_with(&ctx, &label, &m, &m.upload(&ctx), &[1, 5, 70], Some(&scratch)).unwrap();
+        check_matmul_with(&ctx, &format!("{label} chunked"), &m, &m.upload_chunked(&ctx, rows.div_ceil(2)), &[70], Some(&scratch)).unwrap();
     }
 }
 

@@ -77,6 +77,8 @@ struct BenchReport {
     readback_bytes_per_token: f64,
     gpu_memory_bytes: u64,
     kernels_per_token: Vec<KernelRow>,
+    /// The same for one prefill step of the whole prompt (the columns are per step, not per token).
+    kernels_per_prefill: Vec<KernelRow>,
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -136,6 +138,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     intervals.sort_by(|a, b| a.total_cmp(b));
 
     let kernels_per_token = if args.profile { profile(&mut session, bos)? } else { Vec::new() };
+    let kernels_per_prefill = if args.profile { profile_prefill(&mut session, &prompt)? } else { Vec::new() };
     let report = BenchReport {
         model: model.info().name.clone(),
         architecture: model.info().architecture.clone(),
@@ -155,6 +158,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         readback_bytes_per_token: 4.0,
         gpu_memory_bytes: model.info().weight_bytes + session.gpu_bytes(),
         kernels_per_token,
+        kernels_per_prefill,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -170,9 +174,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
             report.recording_ms_per_token.mean,
             report.gpu_memory_bytes >> 20
         );
-        if !report.kernels_per_token.is_empty() {
-            println!("{:<28} {:>6} {:>12} {:>7}", "kernel", "calls", "µs/token", "share");
-            for row in &report.kernels_per_token {
+        for (rows, per) in [(&report.kernels_per_token, "µs/token"), (&report.kernels_per_prefill, "µs/prefill")] {
+            if rows.is_empty() {
+                continue;
+            }
+            println!("{:<28} {:>6} {:>12} {:>7}", "kernel", "calls", per, "share");
+            for row in rows {
                 println!("{:<28} {:>6} {:>12.2} {:>6.1}%", row.kernel, row.dispatches_per_token, row.microseconds_per_token, row.share * 100.0);
             }
         }
@@ -189,8 +196,23 @@ fn profile(session: &mut doppler_engine::Session, bos: u32) -> Result<Vec<Kernel
     session.generate(&[bos], &options, &CancelToken::new(), &mut |_| {})?;
     let timings = session.last_step_timings().to_vec();
     session.set_profiling(false);
+    Ok(kernel_table(&timings))
+}
+
+/// GPU time per kernel kind of the profiled prefill of `prompt` (one step per batch; the
+/// table is of the last batch).
+fn profile_prefill(session: &mut doppler_engine::Session, prompt: &[u32]) -> Result<Vec<KernelRow>> {
+    session.set_profiling(true);
+    session.prefill_from_empty(prompt, &SamplingParams::greedy())?;
+    let timings = session.last_step_timings().to_vec();
+    session.set_profiling(false);
+    Ok(kernel_table(&timings))
+}
+
+/// Timings summed per kernel kind, largest first.
+fn kernel_table(timings: &[doppler_engine::gpu::KernelTiming]) -> Vec<KernelRow> {
     let mut totals: Vec<(String, usize, f64)> = Vec::new();
-    for timing in &timings {
+    for timing in timings {
         let kind = kernel_kind(&timing.label);
         match totals.iter_mut().find(|(k, _, _)| *k == kind) {
             Some(entry) => {
@@ -206,7 +228,7 @@ fn profile(session: &mut doppler_engine::Session, bos: u32) -> Result<Vec<Kernel
         .map(|(kernel, calls, ns)| KernelRow { kernel, dispatches_per_token: calls, microseconds_per_token: ns / 1e3, share: ns / sum })
         .collect();
     rows.sort_by(|a, b| b.microseconds_per_token.total_cmp(&a.microseconds_per_token));
-    Ok(rows)
+    rows
 }
 
 /// "blk.12.attn_q" → "attn_q": one row per kind of kernel, not per layer.

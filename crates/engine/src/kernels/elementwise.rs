@@ -10,6 +10,15 @@ struct RowParams {
     _pad: [u32; 3],
 }
 
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct SliceParams {
+    row_len: u32,
+    slices: u32,
+    slice_stride: u32,
+    _pad: u32,
+}
+
 /// The activation of a gated feed-forward block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Activation {
@@ -42,5 +51,14 @@ pub fn record_copy_last_row(ctx: &GpuContext, ops: &mut OpList, label: &str, row
     let params = ctx.uniform_buffer(label, &RowParams { row_len, _pad: [0; 3] });
     let workgroups = Workgroups::Fixed(grid(row_len.div_ceil(super::WORKGROUP_SIZE), ctx.caps.max_workgroups_per_dimension));
     ops.push(make_dispatch(ctx, label, "elementwise.wgsl", "copy_last_row", &base_defines(), &[rows, last, step, &params], workgroups)?);
+    Ok(())
+}
+
+/// Records `sum[t, i] = Σ_s slices[s · slice_stride + t · row_len + i]` over [n_tokens, row_len]:
+/// adds up the partial sums of a split-K matmul.
+#[allow(clippy::too_many_arguments)]
+pub fn record_sum_slices(ctx: &GpuContext, ops: &mut OpList, label: &str, slices: &wgpu::Buffer, sum: &wgpu::Buffer, step: &wgpu::Buffer, row_len: u32, count: u32, slice_stride: u32) -> Result<(), KernelError> {
+    let params = ctx.uniform_buffer(label, &SliceParams { row_len, slices: count, slice_stride, _pad: 0 });
+    ops.push(make_dispatch(ctx, label, "elementwise.wgsl", "sum_slices", &base_defines(), &[slices, sum, step, &params], threads_per_token(ctx, row_len))?);
     Ok(())
 }

@@ -7,7 +7,10 @@ use bytemuck::{Pod, Zeroable};
 
 use std::ops::Range;
 
-use super::{elementwise::Activation, make_dispatch, KernelError};
+use super::{
+    elementwise::{record_sum_slices, Activation},
+    make_dispatch, KernelError,
+};
 use crate::{
     gguf::GgmlType,
     gpu::{grid, Define, GpuContext, GpuMatrix, MatrixChunk, OpList, StackedMatrix, Workgroups},
@@ -54,6 +57,14 @@ const TILE_ROWS: u32 = 64;
 const TILE_TOKENS: u32 = 64;
 const TILE_K: u32 = 32;
 const TILE_THREADS: u32 = (TILE_ROWS / 4) * (TILE_TOKENS / 4);
+
+/// Split K until a full batch launches about this many workgroups: a matrix with few rows
+/// (k, v, attn_output, ffn_down) otherwise leaves most compute units idle while each of its
+/// workgroups walks the whole row.
+const TARGET_WORKGROUPS: u32 = 512;
+/// Splits walk at least this many K tiles, and there are at most MAX_K_SPLITS of them.
+const MIN_K_TILES_PER_SPLIT: u32 = 4;
+pub const MAX_K_SPLITS: u32 = 8;
 
 /// Values per block as the kernels walk a row: plain types (F32, F16, BF16) in blocks of 16.
 fn kernel_block_len(ty: GgmlType) -> u32 {
@@ -261,6 +272,21 @@ struct MatmulParams {
     row_tiles: u32,
     max_tokens: u32,
     weight_row0: u32,
+    splits: u32,
+    split_len: u32,
+    split_stride: u32,
+    _pad: u32,
+}
+
+/// K splits for a product of `rows` rows of `row_len` over up to `max_tokens` tokens, whose
+/// partial sums must fit `scratch_floats`; returns (splits, K values per split).
+fn k_splits(rows: u32, row_len: u32, max_tokens: u32, scratch_floats: u64) -> (u32, u32) {
+    let workgroups = rows.div_ceil(TILE_ROWS) * max_tokens.div_ceil(TILE_TOKENS);
+    let k_tiles = row_len.div_ceil(TILE_K);
+    let fit = scratch_floats / (u64::from(max_tokens) * u64::from(rows)).max(1);
+    let wanted = TARGET_WORKGROUPS.div_ceil(workgroups).min(k_tiles / MIN_K_TILES_PER_SPLIT).min(MAX_K_SPLITS).min(fit.min(u64::from(MAX_K_SPLITS)) as u32).max(1);
+    let split_len = k_tiles.div_ceil(wanted) * TILE_K;
+    (row_len.div_ceil(split_len), split_len)
 }
 
 /// Prefill: `Y[t,r] = Σ_k W[r,k]·X[t,k]` for `t < step.n_tokens` (clamped to `max_tokens`),
@@ -276,11 +302,12 @@ pub fn record_matmul(
     step: &wgpu::Buffer,
     max_tokens: u32,
 ) -> Result<(), KernelError> {
-    record_matmul_rows(ctx, ops, label, w, 0..w.rows, input, output, step, max_tokens)
+    record_matmul_rows(ctx, ops, label, w, 0..w.rows, input, output, step, max_tokens, None)
 }
 
 /// As `record_matmul` over rows `rows` of `w` only (one part of a stacked matrix): Y f32
-/// `[n, rows.len()]`.
+/// `[n, rows.len()]`. With `scratch` (f32 values), K is split over several workgroups where
+/// the rows alone would launch too few, and a second dispatch adds up their partial sums.
 #[allow(clippy::too_many_arguments)]
 pub fn record_matmul_rows(
     ctx: &GpuContext,
@@ -292,6 +319,7 @@ pub fn record_matmul_rows(
     output: &wgpu::Buffer,
     step: &wgpu::Buffer,
     max_tokens: u32,
+    scratch: Option<&wgpu::Buffer>,
 ) -> Result<(), KernelError> {
     const KERNEL: &str = "matmul";
     if rows.is_empty() || rows.end > w.rows {
@@ -308,6 +336,12 @@ pub fn record_matmul_rows(
     check_buffer(KERNEL, "input", input, u64::from(max_tokens) * u64::from(w.row_len))?;
     check_buffer(KERNEL, "output", output, u64::from(max_tokens) * u64::from(out_stride))?;
     let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
+    let scratch_floats = scratch.map_or(0, |buffer| buffer.size() / 4);
+    let (splits, split_len) = k_splits(out_stride, w.row_len, max_tokens, scratch_floats);
+    let (target, split_stride) = match scratch {
+        Some(scratch) if splits > 1 => (scratch, max_tokens * out_stride),
+        _ => (output, 0),
+    };
     for (index, chunk) in w.chunks.iter().enumerate() {
         // The chunk's rows that are in `rows`, as offsets within the chunk.
         let first = rows.start.max(chunk.first_row) - chunk.first_row;
@@ -326,9 +360,16 @@ pub fn record_matmul_rows(
             row_tiles,
             max_tokens,
             weight_row0: first,
+            splits,
+            split_len,
+            split_stride,
+            _pad: 0,
         });
-        let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| grid(row_tiles * n_tokens.min(max_tokens).div_ceil(TILE_TOKENS), max_per_dimension)));
-        ops.push(make_dispatch(ctx, &label, "matmul_tiled.wgsl", "main", &defines, &[&chunk.buffer, input, output, step, &params], workgroups)?);
+        let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| grid(splits * row_tiles * n_tokens.min(max_tokens).div_ceil(TILE_TOKENS), max_per_dimension)));
+        ops.push(make_dispatch(ctx, &label, "matmul_tiled.wgsl", "main", &defines, &[&chunk.buffer, input, target, step, &params], workgroups)?);
+    }
+    if split_stride > 0 {
+        record_sum_slices(ctx, ops, &format!("{label} (K splits)"), target, output, step, out_stride, splits, split_stride)?;
     }
     Ok(())
 }

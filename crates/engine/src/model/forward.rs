@@ -6,7 +6,7 @@ use crate::{
         elementwise::{record_copy_last_row, record_gated_activation, Activation},
         embedding::record_embedding,
         fused_norm::{record_residual_norm, ResidualRows},
-        matmul::{record_gated_matvec, record_matmul, record_matmul_rows, record_matvec, record_stacked_matvec},
+        matmul::{record_gated_matvec, record_matmul_rows, record_matvec, record_stacked_matvec, MAX_K_SPLITS},
         norm::{record_rms_norm, NormOutput},
         rope::RopeTable,
         KernelError,
@@ -36,6 +36,8 @@ pub struct Activations {
     pub projection: wgpu::Buffer,
     pub gate: wgpu::Buffer,
     pub up: wgpu::Buffer,
+    /// Partial sums of split-K prefill matmuls (`matmul::record_matmul_rows`).
+    pub matmul_splits: wgpu::Buffer,
     /// The final-normed hidden state of the step's last token.
     pub last_normed: wgpu::Buffer,
     /// Logits of the step's last token: [vocab].
@@ -60,13 +62,16 @@ impl Activations {
             projection: ctx.zeroed_storage("projection", floats(config.hidden)),
             gate: ctx.zeroed_storage("gate", floats(config.ffn_hidden)),
             up: ctx.zeroed_storage("up", floats(config.ffn_hidden)),
+            // Enough for the narrow products that need splitting (rows up to the hidden or
+            // q width); wider ones have workgroups enough, or split less.
+            matmul_splits: ctx.zeroed_storage("matmul splits", (floats(config.hidden.max(q_dim)) * u64::from(MAX_K_SPLITS)).min(ctx.caps.max_storage_binding & !3)),
             last_normed: ctx.zeroed_storage("last normed", u64::from(config.hidden) * 4),
             logits: ctx.zeroed_storage("logits", u64::from(config.vocab_size) * 4),
         }
     }
 
     pub fn size_bytes(&self) -> u64 {
-        [&self.tokens, &self.step, &self.hidden, &self.normed, &self.q, &self.k, &self.v, &self.attention, &self.projection, &self.gate, &self.up, &self.last_normed, &self.logits]
+        [&self.tokens, &self.step, &self.hidden, &self.normed, &self.q, &self.k, &self.v, &self.attention, &self.projection, &self.gate, &self.up, &self.matmul_splits, &self.last_normed, &self.logits]
             .iter()
             .map(|b| b.size())
             .sum()
@@ -86,7 +91,7 @@ impl LayerContext<'_> {
     pub fn linear(&self, ops: &mut OpList, label: &str, w: &GpuMatrix, input: &wgpu::Buffer, output: &wgpu::Buffer) -> Result<(), KernelError> {
         match self.mode {
             ForwardMode::Decode => record_matvec(self.ctx, ops, label, w, input, 0, output, 0),
-            ForwardMode::Prefill => record_matmul(self.ctx, ops, label, w, input, output, &self.acts.step, self.acts.max_tokens),
+            ForwardMode::Prefill => record_matmul_rows(self.ctx, ops, label, w, 0..w.rows, input, output, &self.acts.step, self.acts.max_tokens, Some(&self.acts.matmul_splits)),
         }
     }
 
@@ -103,7 +108,7 @@ impl LayerContext<'_> {
                 ForwardMode::Prefill => {
                     for (index, output) in stack_outputs.iter().enumerate() {
                         let label = part_label(&stack.parts[index].name);
-                        record_matmul_rows(ctx, ops, &label, &stack.matrix, stack.part_rows(index), input, output, &acts.step, acts.max_tokens)?;
+                        record_matmul_rows(ctx, ops, &label, &stack.matrix, stack.part_rows(index), input, output, &acts.step, acts.max_tokens, Some(&acts.matmul_splits))?;
                     }
                 }
             }
