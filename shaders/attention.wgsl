@@ -107,6 +107,41 @@ var<workgroup> q_shared: array<vec4<f32>, HEAD_DIM / 4u>;
 var<workgroup> probs: array<f32, WG>;
 var<workgroup> reduce: array<f32, WG>;
 
+#ifdef SUBGROUPS
+// Workgroup reductions: within each subgroup, then over one shared slot per subgroup (two
+// barriers instead of a tree's 2·log2(WG)). Each entry point sets these from its builtins.
+var<private> lane: u32;
+var<private> subgroup_index: u32;
+var<private> subgroup_count: u32;
+
+fn reduce_max(lid: u32, value: f32) -> f32 {
+    let partial = subgroupMax(value);
+    if (lane == 0u) {
+        reduce[subgroup_index] = partial;
+    }
+    workgroupBarrier();
+    var result = reduce[0];
+    for (var s = 1u; s < subgroup_count; s++) {
+        result = max(result, reduce[s]);
+    }
+    workgroupBarrier();
+    return result;
+}
+
+fn reduce_sum(lid: u32, value: f32) -> f32 {
+    let partial = subgroupAdd(value);
+    if (lane == 0u) {
+        reduce[subgroup_index] = partial;
+    }
+    workgroupBarrier();
+    var result = reduce[0];
+    for (var s = 1u; s < subgroup_count; s++) {
+        result += reduce[s];
+    }
+    workgroupBarrier();
+    return result;
+}
+#else
 fn reduce_max(lid: u32, value: f32) -> f32 {
     reduce[lid] = value;
     workgroupBarrier();
@@ -134,6 +169,7 @@ fn reduce_sum(lid: u32, value: f32) -> f32 {
     workgroupBarrier();
     return result;
 }
+#endif
 
 fn load_query(lid: u32, q_base: u32) {
     for (var d = lid; d < HEAD_DIM / 4u; d += WG) {
@@ -209,7 +245,21 @@ fn attend(lid: u32, kv_head: u32, first: u32, end: u32) -> Attended {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+#ifdef SUBGROUPS
+    @builtin(subgroup_invocation_id) subgroup_lane: u32,
+    @builtin(subgroup_id) subgroup: u32,
+    @builtin(num_subgroups) subgroups: u32,
+#endif
+) {
+#ifdef SUBGROUPS
+    lane = subgroup_lane;
+    subgroup_index = subgroup;
+    subgroup_count = subgroups;
+#endif
     let item = wid.x + wid.y * nwg.x;
     if (item >= step.n_tokens * params.n_heads) {
         return;
@@ -237,7 +287,20 @@ var<workgroup> group_sums: array<vec4<f32>, WG>;
 // are one key per thread; for the values, thread (group g, column c) sums keys g, g + GROUPS,
 // … of vec4 column c, which keeps each thread's chain of dependent loads short.
 @compute @workgroup_size(WG)
-fn split_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn split_partial(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+#ifdef SUBGROUPS
+    @builtin(subgroup_invocation_id) subgroup_lane: u32,
+    @builtin(subgroup_id) subgroup: u32,
+    @builtin(num_subgroups) subgroups: u32,
+#endif
+) {
+#ifdef SUBGROUPS
+    lane = subgroup_lane;
+    subgroup_index = subgroup;
+    subgroup_count = subgroups;
+#endif
     let head = wid.x / N_SPLITS;
     let slice = wid.x % N_SPLITS;
     let q_pos = step.pos;

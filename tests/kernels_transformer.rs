@@ -228,7 +228,7 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     }
     // Queries stay f32 on the GPU and scores accumulate in f32 over head_dim terms.
     let actual = ctx.read_f32(&out, expected.len()).unwrap();
-    assert_close(&format!("attention (f16 cache: {}, split: {})", cache.f16, case.split), &actual, &expected, 2e-5, 1e-4);
+    assert_close(&format!("attention (f16 cache: {}, subgroups: {}, split: {})", cache.f16, ctx.caps.subgroups, case.split), &actual, &expected, 2e-5, 1e-4);
 }
 
 #[test]
@@ -238,6 +238,13 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
         AttentionCase { n_heads: 6, n_kv_heads: 2, head_dim: 64, window: 0, cache_len: 256, history: 70, n_tokens: 5, split: false },
         // Gemma-like: one kv head, head_dim 256, sliding window over a ring of window + batch.
         AttentionCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, window: 9, cache_len: 9 + 6, history: 20, n_tokens: 6, split: false },
+        // Prefill blocks of 8 queries: 19 tokens (a partial last block), head_dim 128 (two
+        // thread groups per column), GQA 2:1, full attention over several 64-key tiles.
+        AttentionCase { n_heads: 4, n_kv_heads: 2, head_dim: 128, window: 0, cache_len: 512, history: 150, n_tokens: 19, split: false },
+        // Gemma-like prefill: a window shorter than the block's span, on a wrapped ring.
+        AttentionCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, window: 12, cache_len: 12 + 21, history: 40, n_tokens: 21, split: false },
+        // head_dim 24: not a divisor of the workgroup in vec4 columns, so the general kernel.
+        AttentionCase { n_heads: 2, n_kv_heads: 1, head_dim: 24, window: 0, cache_len: 64, history: 10, n_tokens: 7, split: false },
         // Decode: one token.
         AttentionCase { n_heads: 2, n_kv_heads: 2, head_dim: 32, window: 0, cache_len: 64, history: 33, n_tokens: 1, split: false },
         // Decode split over the keys: 4 slices of 9 keys (the last one short) with GQA.
@@ -251,7 +258,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
         // Slices of 300 keys: more than one 256-key tile each, so the online softmax rescales.
         AttentionCase { n_heads: 2, n_kv_heads: 1, head_dim: 64, window: 0, cache_len: 9600, history: 9599, n_tokens: 1, split: true },
     ];
-    let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, ..Default::default() })];
+    let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, disable_subgroups: true, ..Default::default() })];
     for ctx in &contexts {
         for case in &cases {
             check_attention(ctx, case);
@@ -407,7 +414,7 @@ fn fused_qk_norm_rope_store_matches_separate_steps() {
         QkCase { n_heads: 2, n_kv_heads: 1, head_dim: 32, rot_dim: 16, cache_len: 8, pos: 0, n_tokens: 1, style: RopeStyle::Neox, norm: true },
         QkCase { n_heads: 2, n_kv_heads: 1, head_dim: 32, rot_dim: 16, cache_len: 8, pos: 40, n_tokens: 1, style: RopeStyle::Interleaved, norm: false },
     ];
-    let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, ..Default::default() })];
+    let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, disable_subgroups: true, ..Default::default() })];
     for ctx in &contexts {
         for case in &cases {
             check_qk_rope_store(ctx, case);
