@@ -95,9 +95,31 @@ pub fn record_attention(
     let params = ctx.uniform_buffer(label, &AttentionParams { n_heads, n_kv_heads: cache.n_kv_heads, cache_len: cache.cache_len, window, scale, _pad: [0; 3] });
     let mut defines = cache.defines(ctx);
     defines.push(Define::u32("HEAD_DIM", cache.head_dim));
-    ops.push(make_dispatch(ctx, label, "attention.wgsl", "main", &defines, &[queries, &cache.k, &cache.v, output, step, &params], workgroups_per_token(ctx, n_heads))?);
+    let buffers = [queries, &cache.k, &cache.v, output, step, &params];
+    let columns = cache.head_dim / 4;
+    if ctx.caps.subgroups && columns <= BLOCK_WORKGROUP_SIZE && BLOCK_WORKGROUP_SIZE.is_multiple_of(columns) {
+        defines.retain(|d| d.name != "WG");
+        defines.extend([
+            Define::flag("BLOCK"),
+            Define::u32("WG", BLOCK_WORKGROUP_SIZE),
+            Define::u32("QUERIES", QUERIES_PER_BLOCK),
+            Define::u32("MAX_SUBGROUPS", BLOCK_WORKGROUP_SIZE / ctx.caps.subgroup_min_size.max(1)),
+        ]);
+        let max = ctx.caps.max_workgroups_per_dimension;
+        let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| grid(n_tokens.div_ceil(QUERIES_PER_BLOCK) * n_heads, max)));
+        ops.push(make_dispatch(ctx, label, "attention.wgsl", "block_main", &defines, &buffers, workgroups)?);
+    } else {
+        ops.push(make_dispatch(ctx, label, "attention.wgsl", "main", &defines, &buffers, workgroups_per_token(ctx, n_heads))?);
+    }
     Ok(())
 }
+
+/// Queries (consecutive tokens of one head) per workgroup of the prefill block kernel: each
+/// key and value it reads serves all of them.
+const QUERIES_PER_BLOCK: u32 = 4;
+/// Threads of the block kernel, one key each per tile: enough workgroups of them keep a
+/// large GPU busy although each serves several queries.
+const BLOCK_WORKGROUP_SIZE: u32 = 256;
 
 /// Most key slices per head in decode attention: with the 4 heads of the small Gemma models
 /// that is 128 workgroups, about one per SM of a large GPU.
