@@ -238,9 +238,11 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
         AttentionCase { n_heads: 6, n_kv_heads: 2, head_dim: 64, window: 0, cache_len: 256, history: 70, n_tokens: 5, split: false },
         // Gemma-like: one kv head, head_dim 256, sliding window over a ring of window + batch.
         AttentionCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, window: 9, cache_len: 9 + 6, history: 20, n_tokens: 6, split: false },
-        // Prefill blocks of 8 queries: 19 tokens (a partial last block), head_dim 128 (two
-        // thread groups per column), GQA 2:1, full attention over several 64-key tiles.
+        // Prefill blocks of 4 queries: 19 tokens (a partial last block), head_dim 128 (several
+        // thread groups per column), GQA 2:1, full attention.
         AttentionCase { n_heads: 4, n_kv_heads: 2, head_dim: 128, window: 0, cache_len: 512, history: 150, n_tokens: 19, split: false },
+        // Prefill over more keys than one 256-key tile, so the online softmax rescales.
+        AttentionCase { n_heads: 2, n_kv_heads: 1, head_dim: 64, window: 0, cache_len: 640, history: 520, n_tokens: 9, split: false },
         // Gemma-like prefill: a window shorter than the block's span, on a wrapped ring.
         AttentionCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, window: 12, cache_len: 12 + 21, history: 40, n_tokens: 21, split: false },
         // head_dim 24: not a divisor of the workgroup in vec4 columns, so the general kernel.
