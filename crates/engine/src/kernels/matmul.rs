@@ -283,8 +283,8 @@ struct MatmulParams {
 fn k_splits(rows: u32, row_len: u32, max_tokens: u32, scratch_floats: u64) -> (u32, u32) {
     let workgroups = rows.div_ceil(TILE_ROWS) * max_tokens.div_ceil(TILE_TOKENS);
     let k_tiles = row_len.div_ceil(TILE_K);
-    let fit = scratch_floats / (u64::from(max_tokens) * u64::from(rows)).max(1);
-    let wanted = TARGET_WORKGROUPS.div_ceil(workgroups).min(k_tiles / MIN_K_TILES_PER_SPLIT).min(MAX_K_SPLITS).min(fit.min(u64::from(MAX_K_SPLITS)) as u32).max(1);
+    let fit = (scratch_floats / (u64::from(max_tokens) * u64::from(rows)).max(1)).min(u64::from(MAX_K_SPLITS)) as u32;
+    let wanted = TARGET_WORKGROUPS.div_ceil(workgroups).min(k_tiles / MIN_K_TILES_PER_SPLIT).min(fit).max(1);
     let split_len = k_tiles.div_ceil(wanted) * TILE_K;
     (row_len.div_ceil(split_len), split_len)
 }
