@@ -5,7 +5,7 @@
 // Params.window > 0 (sliding-window layers): a query at position p sees keys p - window + 1 ..= p.
 // Entry points:
 //   main: one workgroup per (token, head) walks all of its keys; any number of tokens.
-//   block_main (BLOCK, needs SUBGROUPS), for prefill: one workgroup per QUERIES consecutive
+//   block_main (BLOCK, needs subgroups), for prefill: one workgroup per QUERIES consecutive
 //     tokens of a head, so each key and value read serves all of them; WG is a multiple of
 //     HEAD_DIM / 4.
 //   split_partial (SPLIT) + split_combine (MERGE), for decode: flash-decoding. The one query's keys are
@@ -111,77 +111,11 @@ struct Params {
 const DIMS_PER_THREAD = (HEAD_DIM + WG - 1u) / WG;
 const NO_SCORE = -3.0e38;
 
-#ifdef SUBGROUPS
-// Set by each entry point from its builtins.
-var<private> lane: u32;
-var<private> subgroup_index: u32;
-var<private> subgroup_count: u32;
-#endif
-
 #ifndef BLOCK
 var<workgroup> q_shared: array<vec4<f32>, HEAD_DIM / 4u>;
 var<workgroup> probs: array<f32, WG>;
-var<workgroup> reduce: array<f32, WG>;
 
-#ifdef SUBGROUPS
-// Workgroup reductions: within each subgroup, then over one shared slot per subgroup (two
-// barriers instead of a tree's 2·log2(WG)).
-fn reduce_max(lid: u32, value: f32) -> f32 {
-    let partial = subgroupMax(value);
-    if (lane == 0u) {
-        reduce[subgroup_index] = partial;
-    }
-    workgroupBarrier();
-    var result = reduce[0];
-    for (var s = 1u; s < subgroup_count; s++) {
-        result = max(result, reduce[s]);
-    }
-    workgroupBarrier();
-    return result;
-}
-
-fn reduce_sum(lid: u32, value: f32) -> f32 {
-    let partial = subgroupAdd(value);
-    if (lane == 0u) {
-        reduce[subgroup_index] = partial;
-    }
-    workgroupBarrier();
-    var result = reduce[0];
-    for (var s = 1u; s < subgroup_count; s++) {
-        result += reduce[s];
-    }
-    workgroupBarrier();
-    return result;
-}
-#else
-fn reduce_max(lid: u32, value: f32) -> f32 {
-    reduce[lid] = value;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
-        if (lid < stride) {
-            reduce[lid] = max(reduce[lid], reduce[lid + stride]);
-        }
-        workgroupBarrier();
-    }
-    let result = reduce[0];
-    workgroupBarrier();
-    return result;
-}
-
-fn reduce_sum(lid: u32, value: f32) -> f32 {
-    reduce[lid] = value;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
-        if (lid < stride) {
-            reduce[lid] += reduce[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let result = reduce[0];
-    workgroupBarrier();
-    return result;
-}
-#endif
+#include "workgroup_reduce.wgsl"
 
 fn load_query(lid: u32, q_base: u32) {
     for (var d = lid; d < HEAD_DIM / 4u; d += WG) {
@@ -212,21 +146,27 @@ var<workgroup> tile_probs: array<f32, QUERIES * WG>;
 var<workgroup> subgroup_partials: array<f32, QUERIES * MAX_SUBGROUPS>;
 var<workgroup> group_acc: array<vec4<f32>, WG>;
 
+struct SubgroupIds {
+    lane: u32,
+    subgroup: u32,
+    count: u32,
+}
+
 // The largest (or, with `add`, the total) over the workgroup of each query's value: within
 // each subgroup, then over the subgroups' slots. Every thread gets every query's result.
-fn combine_queries(values: array<f32, QUERIES>, add: bool) -> array<f32, QUERIES> {
+fn combine_queries(values: array<f32, QUERIES>, add: bool, ids: SubgroupIds) -> array<f32, QUERIES> {
     for (var query = 0u; query < QUERIES; query++) {
         // Both, then a select: subgroup operations stay in uniform control flow.
         let partial = select(subgroupMax(values[query]), subgroupAdd(values[query]), add);
-        if (lane == 0u) {
-            subgroup_partials[query * MAX_SUBGROUPS + subgroup_index] = partial;
+        if (ids.lane == 0u) {
+            subgroup_partials[query * MAX_SUBGROUPS + ids.subgroup] = partial;
         }
     }
     workgroupBarrier();
     var results: array<f32, QUERIES>;
     for (var query = 0u; query < QUERIES; query++) {
         var result = subgroup_partials[query * MAX_SUBGROUPS];
-        for (var s = 1u; s < subgroup_count; s++) {
+        for (var s = 1u; s < ids.count; s++) {
             let other = subgroup_partials[query * MAX_SUBGROUPS + s];
             result = select(max(result, other), result + other, add);
         }
@@ -248,9 +188,7 @@ fn block_main(
     @builtin(subgroup_id) subgroup: u32,
     @builtin(num_subgroups) subgroups: u32,
 ) {
-    lane = subgroup_lane;
-    subgroup_index = subgroup;
-    subgroup_count = subgroups;
+    let ids = SubgroupIds(subgroup_lane, subgroup, subgroups);
     let item = wid.x + wid.y * nwg.x;
     let blocks = (step.n_tokens + QUERIES - 1u) / QUERIES;
     if (item >= blocks * params.n_heads) {
@@ -305,7 +243,7 @@ fn block_main(
             let seen = key_pos < end && query < n_queries && key_pos <= q_pos && key_pos >= first_key(q_pos);
             scores[query] = select(NO_SCORE, dot(dots[query], vec4<f32>(1.0)), seen);
         }
-        let tile_max = combine_queries(scores, false);
+        let tile_max = combine_queries(scores, false, ids);
         var probs: array<f32, QUERIES>;
         for (var query = 0u; query < QUERIES; query++) {
             let new_max = max(running_max[query], tile_max[query]);
@@ -317,7 +255,7 @@ fn block_main(
             running_sum[query] *= correction;
             acc[query] *= correction;
         }
-        let tile_sum = combine_queries(probs, true);
+        let tile_sum = combine_queries(probs, true, ids);
         for (var query = 0u; query < QUERIES; query++) {
             running_sum[query] += tile_sum[query];
         }
@@ -376,13 +314,13 @@ fn attend(lid: u32, kv_head: u32, first: u32, end: u32) -> Attended {
             }
             score = dot4.x + dot4.y + dot4.z + dot4.w;
         }
-        let new_max = max(state.max, reduce_max(lid, score));
+        let new_max = max(state.max, workgroup_max(lid, score));
         var p = 0.0;
         if (key_pos < end) {
             p = exp(score - new_max);
         }
         probs[lid] = p;
-        let tile_sum = reduce_sum(lid, p);
+        let tile_sum = workgroup_sum(lid, p);
         let correction = exp(state.max - new_max);
         state.sum = state.sum * correction + tile_sum;
         state.max = new_max;
@@ -408,17 +346,7 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
-#ifdef SUBGROUPS
-    @builtin(subgroup_invocation_id) subgroup_lane: u32,
-    @builtin(subgroup_id) subgroup: u32,
-    @builtin(num_subgroups) subgroups: u32,
-#endif
 ) {
-#ifdef SUBGROUPS
-    lane = subgroup_lane;
-    subgroup_index = subgroup;
-    subgroup_count = subgroups;
-#endif
     let item = wid.x + wid.y * nwg.x;
     if (item >= step.n_tokens * params.n_heads) {
         return;
@@ -450,17 +378,7 @@ var<workgroup> group_sums: array<vec4<f32>, WG>;
 fn split_partial(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
-#ifdef SUBGROUPS
-    @builtin(subgroup_invocation_id) subgroup_lane: u32,
-    @builtin(subgroup_id) subgroup: u32,
-    @builtin(num_subgroups) subgroups: u32,
-#endif
 ) {
-#ifdef SUBGROUPS
-    lane = subgroup_lane;
-    subgroup_index = subgroup;
-    subgroup_count = subgroups;
-#endif
     let head = wid.x / N_SPLITS;
     let slice = wid.x % N_SPLITS;
     let q_pos = step.pos;
@@ -488,13 +406,13 @@ fn split_partial(
             }
             score = dot4.x + dot4.y + dot4.z + dot4.w;
         }
-        let new_max = max(running_max, reduce_max(lid, score));
+        let new_max = max(running_max, workgroup_max(lid, score));
         var p = 0.0;
         if (key_pos < slice_end) {
             p = exp(score - new_max);
         }
         probs[lid] = p;
-        let tile_sum = reduce_sum(lid, p);
+        let tile_sum = workgroup_sum(lid, p);
         let correction = exp(running_max - new_max);
         running_sum = running_sum * correction + tile_sum;
         running_max = new_max;

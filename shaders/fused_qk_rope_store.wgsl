@@ -39,7 +39,7 @@ struct Params {
 #endif
 
 var<workgroup> row: array<f32, HEAD_DIM>;
-var<workgroup> partial: array<f32, WG>;
+#include "workgroup_reduce.wgsl"
 
 // Element d of the row after the norm (when QK_NORM), before rotation.
 fn normed(d: u32, scale: f32, is_query: bool) -> f32 {
@@ -102,17 +102,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         row[d] = x;
         sum += x * x;
     }
-    partial[lid] = sum;
-    workgroupBarrier();
 #ifdef QK_NORM
-    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
-        if (lid < stride) {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let scale = inverseSqrt(partial[0] / f32(HEAD_DIM) + params.eps);
+    let scale = inverseSqrt(workgroup_sum(lid, sum) / f32(HEAD_DIM) + params.eps);
 #else
+    // Threads read each other's row values below.
+    workgroupBarrier();
     let scale = 1.0;
 #endif
 

@@ -22,20 +22,10 @@ struct Params {
 @group(0) @binding(6) var<storage, read> post_w: array<f32>;
 #endif
 
-var<workgroup> partial: array<f32, WG>;
+#include "workgroup_reduce.wgsl"
 
 fn rms_scale(lid: u32, sum_of_squares: f32) -> f32 {
-    partial[lid] = sum_of_squares;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
-        if (lid < stride) {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let scale = inverseSqrt(partial[0] / f32(params.dim) + params.eps);
-    workgroupBarrier();
-    return scale;
+    return inverseSqrt(workgroup_sum(lid, sum_of_squares) / f32(params.dim) + params.eps);
 }
 
 @compute @workgroup_size(WG)

@@ -25,7 +25,7 @@ struct Params {
 @group(0) @binding(4) var<uniform> params: Params;
 #endif
 
-var<workgroup> partial: array<f32, WG>;
+#include "workgroup_reduce.wgsl"
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -39,15 +39,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let v = x[base + i];
         sum += v * v;
     }
-    partial[lid] = sum;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
-        if (lid < stride) {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let scale = inverseSqrt(partial[0] / f32(params.dim) + params.eps);
+    let scale = inverseSqrt(workgroup_sum(lid, sum) / f32(params.dim) + params.eps);
     for (var i = lid; i < params.dim; i += WG) {
         let y = x[base + i] * scale * w[i];
 #ifdef IN_PLACE

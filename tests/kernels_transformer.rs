@@ -416,7 +416,7 @@ fn fused_qk_norm_rope_store_matches_separate_steps() {
         QkCase { n_heads: 2, n_kv_heads: 1, head_dim: 32, rot_dim: 16, cache_len: 8, pos: 0, n_tokens: 1, style: RopeStyle::Neox, norm: true },
         QkCase { n_heads: 2, n_kv_heads: 1, head_dim: 32, rot_dim: 16, cache_len: 8, pos: 40, n_tokens: 1, style: RopeStyle::Interleaved, norm: false },
     ];
-    let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, disable_subgroups: true, ..Default::default() })];
+    let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, ..Default::default() })];
     for ctx in &contexts {
         for case in &cases {
             check_qk_rope_store(ctx, case);

@@ -33,11 +33,8 @@ impl KvCache {
         self.k.size() + self.v.size()
     }
 
-    fn defines(&self, ctx: &GpuContext) -> Vec<Define> {
+    fn defines(&self) -> Vec<Define> {
         let mut defines = base_defines();
-        if ctx.caps.subgroups {
-            defines.push(Define::flag("SUBGROUPS"));
-        }
         if self.f16 {
             defines.push(Define::flag("F16"));
         }
@@ -57,7 +54,7 @@ struct KvStoreParams {
 pub fn record_kv_store(ctx: &GpuContext, ops: &mut OpList, label: &str, cache: &KvCache, keys: &wgpu::Buffer, values: &wgpu::Buffer, step: &wgpu::Buffer) -> Result<(), KernelError> {
     let row_len = cache.n_kv_heads * cache.head_dim;
     let params = ctx.uniform_buffer(label, &KvStoreParams { row_len, cache_len: cache.cache_len, _pad: [0; 2] });
-    let defines = cache.defines(ctx);
+    let defines = cache.defines();
     for (source, target, which) in [(keys, &cache.k, "k"), (values, &cache.v, "v")] {
         let name = format!("{label} {which}");
         ops.push(make_dispatch(ctx, &name, "kv_store.wgsl", "main", &defines, &[source, target, step, &params], threads_per_token(ctx, row_len))?);
@@ -93,7 +90,7 @@ pub fn record_attention(
 ) -> Result<(), KernelError> {
     check_heads(cache, n_heads)?;
     let params = ctx.uniform_buffer(label, &AttentionParams { n_heads, n_kv_heads: cache.n_kv_heads, cache_len: cache.cache_len, window, scale, _pad: [0; 3] });
-    let mut defines = cache.defines(ctx);
+    let mut defines = cache.defines();
     defines.push(Define::u32("HEAD_DIM", cache.head_dim));
     let buffers = [queries, &cache.k, &cache.v, output, step, &params];
     let columns = cache.head_dim / 4;
@@ -162,7 +159,7 @@ pub fn record_decode_attention(
     let params = ctx.uniform_buffer(label, &AttentionParams { n_heads, n_kv_heads: cache.n_kv_heads, cache_len: cache.cache_len, window, scale, _pad: [0; 3] });
     let split_acc = ctx.zeroed_storage(&format!("{label} slice values"), u64::from(n_heads * slices * cache.head_dim) * 4);
     let split_stats = ctx.zeroed_storage(&format!("{label} slice stats"), u64::from(n_heads * slices) * 8);
-    let mut defines = cache.defines(ctx);
+    let mut defines = cache.defines();
     defines.retain(|d| d.name != "WG");
     defines.extend([Define::u32("WG", SPLIT_WORKGROUP_SIZE), Define::u32("HEAD_DIM", cache.head_dim), Define::u32("N_SPLITS", slices)]);
     let max = ctx.caps.max_workgroups_per_dimension;
