@@ -10,6 +10,12 @@
 //     params.third on to y_third (q, k and v).
 //   GATED: y[r] = act(W[r]·x) · W[second + r]·x for r < rows (gate and up, then the
 //     activation of activation.wgsl); a workgroup's ROWS (1 or 2) rows use 2·ROWS sums.
+// NORMED_INPUT (decode): the RMSNorm that makes the input runs in every workgroup instead of
+// in a dispatch of its own, into shared memory: x' = rmsnorm(h)·norm_w, where h is x itself,
+// or with RESIDUAL the residual stream after the block output x is added to it:
+// h = stream_in + x (POST_NORM: + rmsnorm(x)·post_w, Gemma). Workgroup 0 writes h to
+// stream_out. Every workgroup reads the same few KiB, so they come from cache; what it saves
+// is a dispatch, which costs more than the weights of a small matrix take to read.
 
 struct Params {
     // Rows in this chunk.
@@ -23,7 +29,8 @@ struct Params {
     // First row of the second (and third) part of a stacked matrix: see SPLIT_OUTPUT, GATED.
     second: u32,
     third: u32,
-    _pad: u32,
+    // RMSNorm epsilon of NORMED_INPUT.
+    eps: f32,
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
@@ -35,6 +42,17 @@ struct Params {
 #endif
 #ifdef THIRD_OUTPUT
 @group(0) @binding(5) var<storage, read_write> y_third: array<f32>;
+#endif
+
+#ifdef NORMED_INPUT
+@group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;
+#ifdef RESIDUAL
+@group(0) @binding(7) var<storage, read> stream_in: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> stream_out: array<vec4<f32>>;
+#endif
+#ifdef POST_NORM
+@group(0) @binding(9) var<storage, read> post_w: array<vec4<f32>>;
+#endif
 #endif
 
 #include "quant_formats.wgsl"
@@ -49,13 +67,95 @@ const SUMS = ROWS;
 // subgroups of one thread) or one per thread.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
+// A thread's place in its workgroup (subgroup fields unused without SUBGROUPS).
+struct Ids {
+    lid: u32,
+    lane: u32,
+    subgroup: u32,
+    subgroups: u32,
+}
+
+#ifdef NORMED_INPUT
+#ifndef SUBGROUPS
+#include "workgroup_reduce.wgsl"
+#endif
+
+// h·norm_w of the normed input, X_VEC4S (the row length / 4) vectors; the products are
+// scaled by the norm's 1/rms at the end rather than every value here.
+var<workgroup> x_normed: array<vec4<f32>, X_VEC4S>;
+
+// The sum over the workgroup of one value per thread, for every thread.
+fn workgroup_total(ids: Ids, value: f32) -> f32 {
+#ifdef SUBGROUPS
+    let sum = subgroupAdd(value);
+    if (ids.lane == 0u) {
+        partial[ids.subgroup].x = sum;
+    }
+    workgroupBarrier();
+    var total = 0.0;
+    for (var s = 0u; s < ids.subgroups; s++) {
+        total += partial[s].x;
+    }
+    // `partial` is written again by the products.
+    workgroupBarrier();
+    return total;
+#else
+    return workgroup_sum(ids.lid, value);
+#endif
+}
+
+fn rms_scale(ids: Ids, sum_of_squares: f32) -> f32 {
+    return inverseSqrt(workgroup_total(ids, sum_of_squares) / f32(X_VEC4S * 4u) + params.eps);
+}
+
+// Fills x_normed and returns the norm's scale; same math as fused_residual_norm.wgsl, which
+// prefill uses. The reduction's barriers publish x_normed to the workgroup.
+fn normalize_input(ids: Ids, writes_stream: bool) -> f32 {
+#ifdef POST_NORM
+    var x_squares = 0.0;
+    for (var i = ids.lid; i < X_VEC4S; i += WG) {
+        let v = x[i];
+        x_squares += dot(v, v);
+    }
+    let post_scale = rms_scale(ids, x_squares);
+#endif
+    var h_squares = 0.0;
+    for (var i = ids.lid; i < X_VEC4S; i += WG) {
+#ifdef RESIDUAL
+#ifdef POST_NORM
+        let h = stream_in[i] + x[i] * post_scale * post_w[i];
+#else
+        let h = stream_in[i] + x[i];
+#endif
+        if (writes_stream) {
+            stream_out[i] = h;
+        }
+#else
+        let h = x[i];
+#endif
+        x_normed[i] = h * norm_w[i];
+        h_squares += dot(h, h);
+    }
+    return rms_scale(ids, h_squares);
+}
+#endif
+
+// Four values of the input from value 4·i.
+fn x_vec(i: u32) -> vec4<f32> {
+#ifdef NORMED_INPUT
+    return x_normed[i];
+#else
+    return x[i];
+#endif
+}
+
 // The slice of x a part multiplies; runs start at multiples of 4 and input_offset is one.
 fn x_runs(x_base: u32, part: u32) -> Runs {
     return Runs(
-        x[(x_base + run_start(part, 0u)) >> 2u],
-        x[(x_base + run_start(part, 1u)) >> 2u],
-        x[(x_base + run_start(part, 2u)) >> 2u],
-        x[(x_base + run_start(part, 3u)) >> 2u],
+        x_vec((x_base + run_start(part, 0u)) >> 2u),
+        x_vec((x_base + run_start(part, 1u)) >> 2u),
+        x_vec((x_base + run_start(part, 2u)) >> 2u),
+        x_vec((x_base + run_start(part, 3u)) >> 2u),
     );
 }
 
@@ -112,6 +212,16 @@ fn main(
 #endif
 ) {
     let first_row = (wid.x + wid.y * nwg.x) * ROWS;
+#ifdef SUBGROUPS
+    let ids = Ids(lid, lane, subgroup, subgroups);
+#else
+    let ids = Ids(lid, 0u, 0u, 1u);
+#endif
+#ifdef NORMED_INPUT
+    let input_scale = normalize_input(ids, first_row == 0u);
+#else
+    let input_scale = 1.0;
+#endif
     let units = params.blocks_per_row * PARTS;
     // Component s accumulates sum s (sum_part_dot); SUMS is 1, 2 or 4 and the branches on
     // it are resolved at compile time.
@@ -144,7 +254,7 @@ fn main(
         for (var s = 0u; s < subgroups; s++) {
             total += partial[s];
         }
-        finish(first_row + lid, lid, total);
+        finish(first_row + lid, lid, total * input_scale);
     }
 #else
     partial[lid] = acc;
@@ -156,7 +266,7 @@ fn main(
         workgroupBarrier();
     }
     if (lid < ROWS && first_row + lid < params.rows) {
-        finish(first_row + lid, lid, partial[0]);
+        finish(first_row + lid, lid, partial[0] * input_scale);
     }
 #endif
 }

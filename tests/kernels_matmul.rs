@@ -16,7 +16,7 @@ use doppler_engine::{
     kernels::{
         elementwise::Activation,
         embedding::record_embedding,
-        matmul::{record_gated_matvec, record_matmul, record_matmul_rows, record_matvec, record_stacked_matvec, SUPPORTED_TYPES},
+        matmul::{record_gated_matvec, record_matmul, record_matmul_rows, record_matvec, record_stacked_matvec, MatvecInput, NormedInput, ResidualStream, SUPPORTED_TYPES},
     },
     quant::{dequantize_row, random_quantized},
 };
@@ -288,7 +288,7 @@ fn stacked_matvec_every_shape(ctx: &GpuContext) {
         let sentinel = 55.5f32;
         let outputs: Vec<wgpu::Buffer> = parts.iter().map(|m| f32_buffer(ctx, &vec![sentinel; m.rows + 3])).collect();
         let mut ops = OpList::new();
-        record_stacked_matvec(ctx, &mut ops, "stacked", &stacked, &input, &outputs.iter().collect::<Vec<_>>()).unwrap();
+        record_stacked_matvec(ctx, &mut ops, "stacked", &stacked, MatvecInput::Vector(&input), &outputs.iter().collect::<Vec<_>>()).unwrap();
         assert_eq!(ops.len(), 1, "one dispatch for the whole stack");
         run(ctx, &ops, 1);
         for (i, (m, output)) in parts.iter().zip(&outputs).enumerate() {
@@ -325,22 +325,28 @@ fn gated_matvec_every_shape(ctx: &GpuContext) {
             let input = f32_buffer(ctx, &x);
             let output = f32_buffer(ctx, &vec![-1.0; rows + 2]);
             let mut ops = OpList::new();
-            record_gated_matvec(ctx, &mut ops, "gated", &stacked, &input, &output, kind).unwrap();
+            record_gated_matvec(ctx, &mut ops, "gated", &stacked, MatvecInput::Vector(&input), &output, kind).unwrap();
             assert_eq!(ops.len(), 1);
             run(ctx, &ops, 1);
-            let actual = ctx.read_f32(&output, rows + 2).unwrap();
-            assert_eq!(&actual[rows..], &[-1.0, -1.0], "written past the rows");
-            for (r, &got) in actual[..rows].iter().enumerate() {
-                let ((g, g_magnitude), (u, u_magnitude)) = (parts[0].dot(r, &x), parts[1].dot(r, &x));
-                let expected = activation(kind, g) * u;
-                // The two sums' tolerances carried through act(g)·u, plus f32 rounding of it.
-                let tolerance_g = RELATIVE_TOLERANCE * g_magnitude + ABSOLUTE_TOLERANCE;
-                let tolerance_u = RELATIVE_TOLERANCE * u_magnitude + ABSOLUTE_TOLERANCE;
-                let tolerance = ACTIVATION_MAX_SLOPE * tolerance_g * (u.abs() + tolerance_u) + activation(kind, g).abs() * tolerance_u + 1e-6 * expected.abs();
-                let got = f64::from(got);
-                assert!((got - expected).abs() <= tolerance, "gated {kind:?} {} {rows}x{row_len} row {r} (subgroups: {}): got {got}, expected {expected}", ty.name(), ctx.caps.subgroups);
-            }
+            check_gated(ctx, &format!("gated {kind:?} {} {rows}x{row_len} (subgroups: {})", ty.name(), ctx.caps.subgroups), kind, &parts, &x, &output);
         }
+    }
+}
+
+/// Checks `act(G·x) · U·x` of gate and up `parts` in `output`, and nothing written past it.
+fn check_gated(ctx: &GpuContext, label: &str, kind: Activation, parts: &[TestMatrix], x: &[f32], output: &wgpu::Buffer) {
+    let rows = parts[0].rows;
+    let actual = ctx.read_f32(output, rows + 2).unwrap();
+    assert_eq!(&actual[rows..], &[-1.0, -1.0], "{label}: written past the rows");
+    for (r, &got) in actual[..rows].iter().enumerate() {
+        let ((g, g_magnitude), (u, u_magnitude)) = (parts[0].dot(r, x), parts[1].dot(r, x));
+        let expected = activation(kind, g) * u;
+        // The two sums' tolerances carried through act(g)·u, plus f32 rounding of it.
+        let tolerance_g = RELATIVE_TOLERANCE * g_magnitude + ABSOLUTE_TOLERANCE;
+        let tolerance_u = RELATIVE_TOLERANCE * u_magnitude + ABSOLUTE_TOLERANCE;
+        let tolerance = ACTIVATION_MAX_SLOPE * tolerance_g * (u.abs() + tolerance_u) + activation(kind, g).abs() * tolerance_u + 1e-6 * expected.abs();
+        let got = f64::from(got);
+        assert!((got - expected).abs() <= tolerance, "{label} row {r}: got {got}, expected {expected}");
     }
 }
 
@@ -348,6 +354,132 @@ fn gated_matvec_every_shape(ctx: &GpuContext) {
 fn gated_matvec_matches_reference() {
     gated_matvec_every_shape(&gpu(GpuOptions::default()));
     gated_matvec_every_shape(&without_subgroups());
+}
+
+/// How a normed matrix-vector input is made (`NormedInput`): the norm of a vector, or of the
+/// residual stream after a block output is added to it, plainly or post-normed (Gemma).
+#[derive(Debug, Clone, Copy)]
+enum NormCase {
+    OfVector,
+    AfterResidual,
+    AfterPostNormedResidual,
+}
+
+const NORM_EPS: f64 = 1e-6;
+
+fn rms_normed(v: &[f64], w: &[f32]) -> Vec<f64> {
+    let scale = 1.0 / (v.iter().map(|x| x * x).sum::<f64>() / v.len() as f64 + NORM_EPS).sqrt();
+    v.iter().zip(w).map(|(x, &w)| x * scale * f64::from(w)).collect()
+}
+
+/// The buffers of a normed input and the f64 references of the input it makes and of the
+/// residual stream it leaves.
+struct NormedCase {
+    source: wgpu::Buffer,
+    norm: wgpu::Buffer,
+    post_norm: wgpu::Buffer,
+    stream_in: wgpu::Buffer,
+    stream_out: wgpu::Buffer,
+    input: Vec<f32>,
+    stream: Vec<f64>,
+}
+
+const STREAM_SENTINEL: f32 = 77.0;
+
+impl NormedCase {
+    fn new(ctx: &GpuContext, case: NormCase, row_len: usize) -> Self {
+        // A block output and a residual stream of different sizes, weights around 1 (GGUF
+        // Gemma norms include the +1).
+        let source: Vec<f32> = values(row_len, 41).iter().map(|v| v * 3.0).collect();
+        let stream_in: Vec<f32> = values(row_len, 43).iter().map(|v| v * 20.0).collect();
+        let norm: Vec<f32> = values(row_len, 47).iter().map(|v| 1.0 + 0.5 * v).collect();
+        let post_norm: Vec<f32> = values(row_len, 53).iter().map(|v| 0.8 + 0.3 * v).collect();
+        let wide = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
+        let stream: Vec<f64> = match case {
+            NormCase::OfVector => wide(&source),
+            NormCase::AfterResidual => source.iter().zip(&stream_in).map(|(&s, &h)| f64::from(h) + f64::from(s)).collect(),
+            NormCase::AfterPostNormedResidual => rms_normed(&wide(&source), &post_norm).iter().zip(&stream_in).map(|(s, &h)| f64::from(h) + s).collect(),
+        };
+        let input = rms_normed(&stream, &norm).iter().map(|&v| v as f32).collect();
+        Self {
+            source: f32_buffer(ctx, &source),
+            norm: f32_buffer(ctx, &norm),
+            post_norm: f32_buffer(ctx, &post_norm),
+            stream_in: f32_buffer(ctx, &stream_in),
+            stream_out: f32_buffer(ctx, &vec![STREAM_SENTINEL; row_len]),
+            input,
+            stream,
+        }
+    }
+
+    fn matvec_input(&self, case: NormCase) -> MatvecInput<'_> {
+        let residual = |post_norm| Some(ResidualStream { stream_in: &self.stream_in, stream_out: &self.stream_out, post_norm });
+        let residual = match case {
+            NormCase::OfVector => None,
+            NormCase::AfterResidual => residual(None),
+            NormCase::AfterPostNormedResidual => residual(Some(&self.post_norm)),
+        };
+        MatvecInput::Normed(NormedInput { source: &self.source, norm: &self.norm, residual, eps: NORM_EPS as f32 })
+    }
+
+    /// The updated stream is written once and exactly, or not at all without a residual.
+    fn check_stream(&self, ctx: &GpuContext, label: &str, case: NormCase) {
+        let written = ctx.read_f32(&self.stream_out, self.stream.len()).unwrap();
+        for (i, (&got, &expected)) in written.iter().zip(&self.stream).enumerate() {
+            let expected = if matches!(case, NormCase::OfVector) { f64::from(STREAM_SENTINEL) } else { expected };
+            assert!((f64::from(got) - expected).abs() <= 1e-5 * expected.abs().max(1.0), "{label}: stream[{i}] = {got}, expected {expected}");
+        }
+    }
+}
+
+const NORM_CASES: [NormCase; 3] = [NormCase::OfVector, NormCase::AfterResidual, NormCase::AfterPostNormedResidual];
+
+/// Stacked and gated products normalize their input in every workgroup as the separate
+/// norm kernels would, and leave the residual stream where they are asked to.
+fn normed_matvec_every_case(ctx: &GpuContext) {
+    for case in NORM_CASES {
+        for (ty, row_len, rows) in [(GgmlType::Q5_0, 640, vec![1024, 256, 256]), (GgmlType::Q4_K, 1280, vec![300]), (GgmlType::Q8_0, 1152, vec![2051, 7])] {
+            let label = format!("normed {case:?} {} {rows:?} (subgroups: {})", ty.name(), ctx.caps.subgroups);
+            let (parts, stacked) = stack(ctx, ty, row_len, &rows, 5);
+            let normed = NormedCase::new(ctx, case, row_len);
+            let outputs: Vec<wgpu::Buffer> = parts.iter().map(|m| f32_buffer(ctx, &vec![0.0; m.rows])).collect();
+            let mut ops = OpList::new();
+            record_stacked_matvec(ctx, &mut ops, "normed", &stacked, normed.matvec_input(case), &outputs.iter().collect::<Vec<_>>()).unwrap();
+            assert_eq!(ops.len(), 1, "{label}: the norm takes no dispatch of its own");
+            run(ctx, &ops, 1);
+            for (i, (m, output)) in parts.iter().zip(&outputs).enumerate() {
+                let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, &normed.input)).collect();
+                compare(&format!("{label} part {i}"), &ctx.read_f32(output, m.rows).unwrap(), &expected).unwrap();
+            }
+            normed.check_stream(ctx, &label, case);
+        }
+        let (ty, row_len, rows) = (GgmlType::Q5_0, 1152, 1100);
+        let label = format!("normed gated {case:?} {} {rows}x{row_len} (subgroups: {})", ty.name(), ctx.caps.subgroups);
+        let (parts, stacked) = stack(ctx, ty, row_len, &[rows, rows], 13);
+        let normed = NormedCase::new(ctx, case, row_len);
+        let output = f32_buffer(ctx, &vec![-1.0; rows + 2]);
+        let mut ops = OpList::new();
+        record_gated_matvec(ctx, &mut ops, "normed gated", &stacked, normed.matvec_input(case), &output, Activation::GeluTanh).unwrap();
+        run(ctx, &ops, 1);
+        check_gated(ctx, &label, Activation::GeluTanh, &parts, &normed.input, &output);
+        normed.check_stream(ctx, &label, case);
+    }
+}
+
+#[test]
+fn normed_input_matvec_matches_norm_then_matvec() {
+    normed_matvec_every_case(&gpu(GpuOptions::default()));
+    normed_matvec_every_case(&without_subgroups());
+}
+
+#[test]
+fn normed_input_that_reads_and_writes_one_stream_buffer_is_an_error() {
+    let ctx = gpu(GpuOptions::default());
+    let (_, stacked) = stack(&ctx, GgmlType::Q8_0, 640, &[64], 3);
+    let normed = NormedCase::new(&ctx, NormCase::AfterResidual, 640);
+    let output = f32_buffer(&ctx, &[0.0; 64]);
+    let input = MatvecInput::Normed(NormedInput { source: &normed.source, norm: &normed.norm, residual: Some(ResidualStream { stream_in: &normed.stream_in, stream_out: &normed.stream_in, post_norm: None }), eps: 1e-6 });
+    assert!(record_stacked_matvec(&ctx, &mut OpList::new(), "aliased", &stacked, input, &[&output]).is_err());
 }
 
 #[test]

@@ -537,6 +537,30 @@ fn invalid_shapes_are_errors() {
     assert_eq!(ops.len(), 5, "slices, threshold, candidates, select and finish: one slice needs no merge round");
 }
 
+/// Outside candidate mode the candidate kernels are not encoded at all; the greedy and
+/// candidate tests above show both paths still sample correctly.
+#[test]
+fn candidate_kernels_run_only_in_candidate_mode() {
+    let ctx = gpu(GpuOptions::default());
+    let vocab = 300_000;
+    let sampler = GpuSampler::new(&ctx, vocab, &[], 16).unwrap();
+    let logits = ctx.zeroed_storage("logits", u64::from(vocab) * 4);
+    let (tokens, step) = (ctx.zeroed_storage("tokens", 4), ctx.zeroed_storage("step", 16));
+    let mut ops = OpList::new();
+    sampler.record(&ctx, &mut ops, &logits, 0, &tokens, &step).unwrap();
+    let encoded = |ops: &OpList| ops.labels().filter(|label| *label != "sampling slices" && *label != "sampling select" && *label != "sampling finish").count();
+    for (params, candidate_kernels) in [
+        (SamplingParams::greedy(), 0),
+        (SamplingParams { temperature: 0.8, ..SamplingParams::default() }, 0),
+        (SamplingParams { temperature: 0.8, top_k: 40, ..SamplingParams::default() }, ops.len() - 3),
+        (SamplingParams { repetition_penalty: 1.3, ..SamplingParams::greedy() }, 0),
+    ] {
+        sampler.set_params(&ctx.queue, &params);
+        assert_eq!(encoded(&ops), candidate_kernels, "{params:?}");
+    }
+    assert!(ops.len() > 6, "threshold, candidates and merge rounds at a 300k vocabulary");
+}
+
 /// Per-step times of each sampling path at Gemma's vocabulary size, with `steps` steps in one
 /// submit as GPU-resident decode runs them. Not a check: run with `--ignored --nocapture`.
 #[test]

@@ -251,11 +251,14 @@ impl GpuContext {
 
     /// Binds `buffers` to bindings 0, 1, 2… of group 0 of `pipeline`.
     pub fn bind_group(&self, label: &str, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
-        let entries: Vec<wgpu::BindGroupEntry> = buffers
-            .iter()
-            .enumerate()
-            .map(|(i, buffer)| wgpu::BindGroupEntry { binding: i as u32, resource: buffer.as_entire_binding() })
-            .collect();
+        let numbered: Vec<(u32, &wgpu::Buffer)> = buffers.iter().enumerate().map(|(i, buffer)| (i as u32, *buffer)).collect();
+        self.bind_group_numbered(label, pipeline, &numbered)
+    }
+
+    /// Binds each buffer to its binding number of group 0 of `pipeline`: for shaders whose
+    /// variants leave gaps in the numbering.
+    pub fn bind_group_numbered(&self, label: &str, pipeline: &wgpu::ComputePipeline, buffers: &[(u32, &wgpu::Buffer)]) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = buffers.iter().map(|(binding, buffer)| wgpu::BindGroupEntry { binding: *binding, resource: buffer.as_entire_binding() }).collect();
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(label),
             layout: &pipeline.get_bind_group_layout(0),

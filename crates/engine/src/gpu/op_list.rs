@@ -1,4 +1,10 @@
-use std::{borrow::Cow, sync::Arc};
+use std::{
+    borrow::Cow,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+};
 
 use super::profiler::KernelProfiler;
 
@@ -18,12 +24,29 @@ impl Workgroups {
     }
 }
 
+/// Whether the dispatches it is attached to run in the steps encoded from now on, set by the
+/// owner of those kernels (the sampler's candidate kernels run only in candidate mode), so a
+/// recorded step sheds work without being recorded again.
+pub type DispatchSwitch = Arc<AtomicBool>;
+
 /// One recorded kernel launch: everything it needs was created at load time.
 pub struct Dispatch {
     pub label: Cow<'static, str>,
     pub pipeline: Arc<wgpu::ComputePipeline>,
     pub bind_group: wgpu::BindGroup,
     pub workgroups: Workgroups,
+    pub switch: Option<DispatchSwitch>,
+}
+
+impl Dispatch {
+    /// The dispatch, encoded only while `switch` is on.
+    pub fn switched_by(self, switch: &DispatchSwitch) -> Self {
+        Self { switch: Some(switch.clone()), ..self }
+    }
+
+    fn is_on(&self) -> bool {
+        self.switch.as_ref().is_none_or(|switch| switch.load(Ordering::Relaxed))
+    }
 }
 
 /// A forward step as a list of dispatches, recorded once at load and encoded into one
@@ -54,17 +77,20 @@ impl OpList {
         self.dispatches.is_empty()
     }
 
+    /// The labels of the dispatches that are on: those the next encode runs.
     pub fn labels(&self) -> impl Iterator<Item = &str> {
-        self.dispatches.iter().map(|d| d.label.as_ref())
+        self.dispatches.iter().filter(|d| d.is_on()).map(|d| d.label.as_ref())
     }
 
-    /// Encodes every dispatch for a step of `n_tokens`; with a profiler, each dispatch is timed.
+    /// Encodes every dispatch that is on for a step of `n_tokens`; with a profiler, each
+    /// dispatch is timed.
     pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, n_tokens: u32, profiler: Option<&KernelProfiler>) {
+        let dispatches = self.dispatches.iter().filter(|dispatch| dispatch.is_on());
         match profiler {
-            Some(profiler) => profiler.encode_timed(encoder, &self.dispatches, n_tokens),
+            Some(profiler) => profiler.encode_timed(encoder, &dispatches.collect::<Vec<_>>(), n_tokens),
             None => {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("step"), timestamp_writes: None });
-                for dispatch in &self.dispatches {
+                for dispatch in dispatches {
                     encode_one(&mut pass, dispatch, n_tokens);
                 }
             }

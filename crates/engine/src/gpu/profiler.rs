@@ -61,7 +61,7 @@ impl KernelProfiler {
         })
     }
 
-    pub(super) fn encode_timed(&self, encoder: &mut wgpu::CommandEncoder, dispatches: &[Dispatch], n_tokens: u32) {
+    pub(super) fn encode_timed(&self, encoder: &mut wgpu::CommandEncoder, dispatches: &[&Dispatch], n_tokens: u32) {
         let timed = dispatches.len().min((MAX_QUERIES / 2) as usize);
         let mut labels = self.labels.lock().unwrap();
         labels.clear();

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     gguf::GgmlType,
-    gpu::{grid, Define, GpuContext, GpuMatrix, MatrixChunk, OpList, StackedMatrix, Workgroups},
+    gpu::{grid, Define, Dispatch, GpuContext, GpuMatrix, MatrixChunk, OpList, StackedMatrix, Workgroups},
 };
 
 /// Weight types the matmul and embedding kernels decode.
@@ -115,11 +115,72 @@ struct MatvecParams {
     output_offset: u32,
     second: u32,
     third: u32,
-    _pad: u32,
+    eps: f32,
 }
 
-/// One matrix-vector dispatch over `chunk` of `w`; `rows` are the output rows (a GATED
-/// workgroup reads twice as many) and `extra` the defines and buffers of a variant.
+/// The input vector of a decode matrix-vector product.
+#[derive(Clone, Copy)]
+pub enum MatvecInput<'a> {
+    /// `row_len` floats.
+    Vector(&'a wgpu::Buffer),
+    /// An RMSNorm each workgroup computes for itself (`NORMED_INPUT` of matmul_vector.wgsl).
+    Normed(NormedInput<'a>),
+}
+
+/// `rmsnorm(h)·norm` as a matrix-vector input, where h is `source`, or with `residual` the
+/// residual stream after `source` (a block's output) is added to it.
+#[derive(Clone, Copy)]
+pub struct NormedInput<'a> {
+    pub source: &'a wgpu::Buffer,
+    pub norm: &'a wgpu::Buffer,
+    pub residual: Option<ResidualStream<'a>>,
+    pub eps: f32,
+}
+
+/// The residual connection before a normed input: `stream_out = stream_in + source`, with
+/// `source` first RMS-normed by `post_norm` where there is one (Gemma's post-norms).
+#[derive(Clone, Copy)]
+pub struct ResidualStream<'a> {
+    pub stream_in: &'a wgpu::Buffer,
+    /// Another buffer than `stream_in`: other workgroups still read that one.
+    pub stream_out: &'a wgpu::Buffer,
+    pub post_norm: Option<&'a wgpu::Buffer>,
+}
+
+/// Whether a matrix-vector kernel can normalize its input of `row_len` values itself: the
+/// row fits in shared memory beside the reductions, and the adapter binds the extra buffers
+/// (up to 9 of them, with three outputs).
+pub fn normed_input_fits(ctx: &GpuContext, row_len: u32) -> bool {
+    const MAX_THREADS: u64 = 128;
+    let shared_bytes = u64::from(row_len) * 4 + MAX_THREADS * (16 + 4);
+    row_len.is_multiple_of(4) && shared_bytes <= u64::from(ctx.caps.max_workgroup_storage_bytes) && ctx.caps.max_storage_buffers_per_stage >= 9
+}
+
+/// Workgroups beyond which repeating the norm in each costs more than the dispatch it saves.
+/// H100, synthetic Gemma 3: q/k/v (1,536 workgroups) and the 270M's gate/up (1,024) gained,
+/// the 1B's gate/up (3,456) lost 3% of decode speed.
+const MAX_NORMED_INPUT_WORKGROUPS: u32 = 2048;
+
+/// Whether the decode product of `stack` (`gated`: its gated form) should normalize its input
+/// itself (`MatvecInput::Normed`) rather than read it from a norm kernel's output.
+pub fn normed_input_pays(ctx: &GpuContext, stack: &StackedMatrix, gated: bool) -> bool {
+    let w = &stack.matrix;
+    let (output_rows, max_rows) = if gated { (stack.parts[0].rows, GATED_MAX_ROWS) } else { (w.rows, 4) };
+    let workgroups = output_rows.div_ceil(matvec_rows_per_workgroup(w, max_rows));
+    w.chunks.len() == 1 && normed_input_fits(ctx, w.row_len) && workgroups <= MAX_NORMED_INPUT_WORKGROUPS
+}
+
+/// Output rows per gated workgroup: each takes two sums and a workgroup holds four.
+const GATED_MAX_ROWS: u32 = 2;
+
+fn matvec_rows_per_workgroup(w: &GpuMatrix, max_rows: u32) -> u32 {
+    let blocks_per_row = w.row_len / kernel_block_len(w.ggml_type);
+    matvec_shape(blocks_per_row * parts_per_block(w.ggml_type), w.rows).1.min(max_rows)
+}
+
+/// One matrix-vector dispatch over `chunk` of `w`, row r into `outputs[i]` for the part of
+/// the rows it falls in (see SPLIT_OUTPUT); `max_rows_per_workgroup` bounds ROWS and `extra`
+/// holds the defines of a variant.
 #[allow(clippy::too_many_arguments)]
 fn matvec_dispatch(
     ctx: &GpuContext,
@@ -127,25 +188,74 @@ fn matvec_dispatch(
     label: &str,
     w: &GpuMatrix,
     chunk: &MatrixChunk,
-    params: MatvecParams,
+    mut params: MatvecParams,
     max_rows_per_workgroup: u32,
     extra_defines: &[Define],
-    buffers: &[&wgpu::Buffer],
+    input: MatvecInput,
+    outputs: &[&wgpu::Buffer],
 ) -> Result<(), KernelError> {
     let type_define = weight_type_define("matvec", w)?;
-    let (threads, rows_per_workgroup) = matvec_shape(params.blocks_per_row * parts_per_block(w.ggml_type), w.rows);
-    let rows_per_workgroup = rows_per_workgroup.min(max_rows_per_workgroup);
+    let threads = matvec_shape(params.blocks_per_row * parts_per_block(w.ggml_type), w.rows).0;
+    let rows_per_workgroup = matvec_rows_per_workgroup(w, max_rows_per_workgroup);
     let mut defines = vec![type_define, Define::u32("WG", threads), Define::u32("ROWS", rows_per_workgroup)];
     if ctx.caps.subgroups {
         defines.push(Define::flag("SUBGROUPS"));
     }
     defines.extend_from_slice(extra_defines);
+    let source = match input {
+        MatvecInput::Vector(buffer) => buffer,
+        MatvecInput::Normed(normed) => {
+            params.eps = normed.eps;
+            normed.source
+        }
+    };
     let params_buffer = ctx.uniform_buffer(label, &params);
-    let mut bound = vec![&chunk.buffer, buffers[0], buffers[1], &params_buffer];
-    bound.extend_from_slice(&buffers[2..]);
+    let mut bound = vec![(0, &chunk.buffer), (1, source), (2, outputs[0]), (3, &params_buffer)];
+    bound.extend(outputs[1..].iter().zip(4..).map(|(buffer, binding)| (binding, *buffer)));
+    if let MatvecInput::Normed(normed) = input {
+        defines.push(Define::flag("NORMED_INPUT"));
+        defines.push(Define::u32("X_VEC4S", w.row_len / 4));
+        bound.push((6, normed.norm));
+        if let Some(residual) = normed.residual {
+            defines.push(Define::flag("RESIDUAL"));
+            bound.extend([(7, residual.stream_in), (8, residual.stream_out)]);
+            if let Some(post_norm) = residual.post_norm {
+                defines.push(Define::flag("POST_NORM"));
+                bound.push((9, post_norm));
+            }
+        }
+    }
+    let pipeline = ctx.pipeline("matmul_vector.wgsl", "main", &defines)?;
+    let bind_group = ctx.bind_group_numbered(label, &pipeline, &bound);
     let workgroups = Workgroups::Fixed(grid(params.rows.div_ceil(rows_per_workgroup), ctx.caps.max_workgroups_per_dimension));
-    ops.push(make_dispatch(ctx, label, "matmul_vector.wgsl", "main", &defines, &bound, workgroups)?);
+    ops.push(Dispatch { label: label.to_string().into(), pipeline, bind_group, workgroups, switch: None });
     Ok(())
+}
+
+/// Errors unless a normed input's buffers hold a row of `w` and the adapter can fuse it.
+fn check_input(kernel: &'static str, ctx: &GpuContext, w: &GpuMatrix, input: MatvecInput) -> Result<(), KernelError> {
+    let floats = u64::from(w.row_len);
+    match input {
+        MatvecInput::Vector(buffer) => check_buffer(kernel, "input", buffer, floats),
+        MatvecInput::Normed(normed) => {
+            if !normed_input_fits(ctx, w.row_len) {
+                return Err(KernelError::InvalidShape { kernel, message: format!("'{}': a normed input of {} values does not fit a workgroup", w.name, w.row_len) });
+            }
+            check_buffer(kernel, "input", normed.source, floats)?;
+            check_buffer(kernel, "norm", normed.norm, floats)?;
+            if let Some(residual) = normed.residual {
+                check_buffer(kernel, "residual stream", residual.stream_in, floats)?;
+                check_buffer(kernel, "residual stream", residual.stream_out, floats)?;
+                if let Some(post_norm) = residual.post_norm {
+                    check_buffer(kernel, "post-norm", post_norm, floats)?;
+                }
+                if residual.stream_in == residual.stream_out {
+                    return Err(KernelError::InvalidShape { kernel, message: format!("'{}': the residual stream is read and written in one buffer", w.name) });
+                }
+            }
+            Ok(())
+        }
+    }
 }
 
 /// Errors unless `stack` is one chunk (its parts in one binding) with `parts` parts.
@@ -190,23 +300,23 @@ pub fn record_matvec(
             output_offset: output_offset + chunk.first_row,
             second: 0,
             third: 0,
-            _pad: 0,
+            eps: 0.0,
         };
-        matvec_dispatch(ctx, ops, &chunk_label(label, w, index), w, chunk, params, 4, &[], &[input, output])?;
+        matvec_dispatch(ctx, ops, &chunk_label(label, w, index), w, chunk, params, 4, &[], MatvecInput::Vector(input), &[output])?;
     }
     Ok(())
 }
 
 /// Decode: the products of every part of `stack` with x in one dispatch, part i's rows into
 /// `outputs[i]` (from element 0).
-pub fn record_stacked_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, stack: &StackedMatrix, input: &wgpu::Buffer, outputs: &[&wgpu::Buffer]) -> Result<(), KernelError> {
+pub fn record_stacked_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, stack: &StackedMatrix, input: MatvecInput, outputs: &[&wgpu::Buffer]) -> Result<(), KernelError> {
     const KERNEL: &str = "stacked matvec";
     check_stack(KERNEL, stack, 1..4)?;
     let w = &stack.matrix;
     if outputs.len() != stack.parts.len() {
         return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("'{}': {} outputs for {} parts", w.name, outputs.len(), stack.parts.len()) });
     }
-    check_buffer(KERNEL, "input", input, u64::from(w.row_len))?;
+    check_input(KERNEL, ctx, w, input)?;
     for (index, output) in outputs.iter().enumerate() {
         check_buffer(KERNEL, "output", output, u64::from(stack.parts[index].rows))?;
     }
@@ -219,21 +329,19 @@ pub fn record_stacked_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, st
         output_offset: 0,
         second: starts.get(1).copied().unwrap_or(w.rows),
         third: starts.get(2).copied().unwrap_or(w.rows),
-        _pad: 0,
+        eps: 0.0,
     };
     let flags: &[Define] = match outputs.len() {
         1 => &[],
         2 => &[Define::flag("SPLIT_OUTPUT")],
         _ => &[Define::flag("SPLIT_OUTPUT"), Define::flag("THIRD_OUTPUT")],
     };
-    let mut buffers = vec![input];
-    buffers.extend_from_slice(outputs);
-    matvec_dispatch(ctx, ops, label, w, &w.chunks[0], params, 4, flags, &buffers)
+    matvec_dispatch(ctx, ops, label, w, &w.chunks[0], params, 4, flags, input, outputs)
 }
 
 /// Decode: `y[r] = act(G[r]·x) · U[r]·x` for a stack of two equal parts G (gate) and U (up):
 /// the gated feed-forward input in one dispatch.
-pub fn record_gated_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, stack: &StackedMatrix, input: &wgpu::Buffer, output: &wgpu::Buffer, activation: Activation) -> Result<(), KernelError> {
+pub fn record_gated_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, stack: &StackedMatrix, input: MatvecInput, output: &wgpu::Buffer, activation: Activation) -> Result<(), KernelError> {
     const KERNEL: &str = "gated matvec";
     check_stack(KERNEL, stack, 2..3)?;
     let w = &stack.matrix;
@@ -241,7 +349,7 @@ pub fn record_gated_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, stac
     if stack.parts[1].rows != rows {
         return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("'{}': parts of {} and {} rows", w.name, rows, stack.parts[1].rows) });
     }
-    check_buffer(KERNEL, "input", input, u64::from(w.row_len))?;
+    check_input(KERNEL, ctx, w, input)?;
     check_buffer(KERNEL, "output", output, u64::from(rows))?;
     let params = MatvecParams {
         rows,
@@ -251,14 +359,13 @@ pub fn record_gated_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, stac
         output_offset: 0,
         second: rows,
         third: 0,
-        _pad: 0,
+        eps: 0.0,
     };
     let mut defines = vec![Define::flag("GATED")];
     if activation == Activation::GeluTanh {
         defines.push(Define::flag("GELU_TANH"));
     }
-    // Each output row takes two sums and a workgroup holds four.
-    matvec_dispatch(ctx, ops, label, w, &w.chunks[0], params, 2, &defines, &[input, output])
+    matvec_dispatch(ctx, ops, label, w, &w.chunks[0], params, GATED_MAX_ROWS, &defines, input, &[output])
 }
 
 #[repr(C)]

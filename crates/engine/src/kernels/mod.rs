@@ -41,7 +41,7 @@ pub(crate) fn make_dispatch(
 ) -> Result<Dispatch, KernelError> {
     let pipeline = ctx.pipeline(shader, entry, defines)?;
     let bind_group = ctx.bind_group(label, &pipeline, buffers);
-    Ok(Dispatch { label: label.to_string().into(), pipeline, bind_group, workgroups })
+    Ok(Dispatch { label: label.to_string().into(), pipeline, bind_group, workgroups, switch: None })
 }
 
 /// Enough workgroups of `WORKGROUP_SIZE` threads for `threads_per_token` threads per token.

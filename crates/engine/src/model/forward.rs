@@ -1,3 +1,5 @@
+use std::cell::{Cell, RefCell};
+
 use super::{config::Architecture, gemma3, llama, ModelConfig, ModelError, ModelWeights};
 use crate::{
     gpu::{GpuContext, GpuMatrix, OpList, StackedMatrix},
@@ -6,7 +8,7 @@ use crate::{
         elementwise::{record_copy_last_row, record_gated_activation, Activation},
         embedding::record_embedding,
         fused_norm::{record_residual_norm, ResidualRows},
-        matmul::{record_gated_matvec, record_matmul_rows, record_matvec, record_stacked_matvec, MAX_K_SPLITS},
+        matmul::{normed_input_pays, record_gated_matvec, record_matmul_rows, record_matvec, record_stacked_matvec, MatvecInput, NormedInput, ResidualStream, MAX_K_SPLITS},
         norm::{record_rms_norm, NormOutput},
         rope::RopeTable,
         KernelError,
@@ -28,6 +30,9 @@ pub struct Activations {
     /// The `Step` struct of `step.wgsl`.
     pub step: wgpu::Buffer,
     pub hidden: wgpu::Buffer,
+    /// The residual stream's second buffer in decode, where matrix-vector kernels that fold
+    /// in the residual connection write it while other workgroups still read `hidden`.
+    pub hidden_alt: wgpu::Buffer,
     pub normed: wgpu::Buffer,
     pub q: wgpu::Buffer,
     pub k: wgpu::Buffer,
@@ -54,6 +59,7 @@ impl Activations {
             tokens: ctx.zeroed_storage("tokens", u64::from(max_tokens) * 4),
             step: ctx.zeroed_storage("step", 16),
             hidden: ctx.zeroed_storage("hidden", floats(config.hidden)),
+            hidden_alt: ctx.zeroed_storage("hidden (alternate)", u64::from(config.hidden) * 4),
             normed: ctx.zeroed_storage("normed", floats(config.hidden)),
             q: ctx.zeroed_storage("q", floats(q_dim)),
             k: ctx.zeroed_storage("k", floats(kv_dim)),
@@ -71,7 +77,7 @@ impl Activations {
     }
 
     pub fn size_bytes(&self) -> u64 {
-        [&self.tokens, &self.step, &self.hidden, &self.normed, &self.q, &self.k, &self.v, &self.attention, &self.projection, &self.gate, &self.up, &self.matmul_splits, &self.last_normed, &self.logits]
+        [&self.tokens, &self.step, &self.hidden, &self.hidden_alt, &self.normed, &self.q, &self.k, &self.v, &self.attention, &self.projection, &self.gate, &self.up, &self.matmul_splits, &self.last_normed, &self.logits]
             .iter()
             .map(|b| b.size())
             .sum()
@@ -84,9 +90,27 @@ pub(super) struct LayerContext<'a> {
     pub config: &'a ModelConfig,
     pub acts: &'a Activations,
     pub mode: ForwardMode,
+    /// Decode: the norm that makes `acts.normed`, left to the matrix-vector kernels that read
+    /// it (each workgroup normalizes for itself) so that it costs no dispatch of its own.
+    pending_norm: RefCell<Option<PendingNorm<'a>>>,
+    /// Decode: the residual stream is in `acts.hidden_alt` rather than `acts.hidden`.
+    stream_in_alt: Cell<bool>,
 }
 
-impl LayerContext<'_> {
+/// An RMSNorm into `acts.normed` not recorded yet: of the residual stream, after `block_out`
+/// (post-normed by `post_norm`, Gemma) is added to it where there is one.
+struct PendingNorm<'a> {
+    label: String,
+    block_out: Option<&'a wgpu::Buffer>,
+    post_norm: Option<&'a wgpu::Buffer>,
+    norm: &'a wgpu::Buffer,
+}
+
+impl<'a> LayerContext<'a> {
+    pub fn new(ctx: &'a GpuContext, config: &'a ModelConfig, acts: &'a Activations, mode: ForwardMode) -> Self {
+        Self { ctx, config, acts, mode, pending_norm: RefCell::new(None), stream_in_alt: Cell::new(false) }
+    }
+
     /// `output = w · input` for every token of the step.
     pub fn linear(&self, ops: &mut OpList, label: &str, w: &GpuMatrix, input: &wgpu::Buffer, output: &wgpu::Buffer) -> Result<(), KernelError> {
         match self.mode {
@@ -95,24 +119,31 @@ impl LayerContext<'_> {
         }
     }
 
-    /// Every part of `stacks` applied to `input`, part i (counting through the stacks) into
-    /// `outputs[i]`: one dispatch per stack in decode, one matmul per part in prefill.
-    pub fn projections(&self, ops: &mut OpList, stacks: &[StackedMatrix], input: &wgpu::Buffer, outputs: &[&wgpu::Buffer]) -> Result<(), KernelError> {
+    /// Every part of `stacks` applied to `acts.normed`, part i (counting through the stacks)
+    /// into `outputs[i]`: one dispatch per stack in decode, normalizing its input itself where
+    /// it can, one matmul per part in prefill.
+    pub fn projections(&self, ops: &mut OpList, stacks: &[StackedMatrix], outputs: &[&wgpu::Buffer]) -> Result<(), KernelError> {
         let (ctx, acts) = (self.ctx, self.acts);
+        let fused = self.take_fusable_norm(ops, stacks, false)?;
         let mut outputs = outputs.iter().copied();
         for stack in stacks {
             let stack_outputs: Vec<&wgpu::Buffer> = outputs.by_ref().take(stack.parts.len()).collect();
-            match self.mode {
-                ForwardMode::Decode if stack.parts.len() == 1 => record_matvec(ctx, ops, &part_label(&stack.parts[0].name), &stack.matrix, input, 0, stack_outputs[0], 0)?,
-                ForwardMode::Decode => record_stacked_matvec(ctx, ops, &stack_label(stack), stack, input, &stack_outputs)?,
-                ForwardMode::Prefill => {
+            match (self.mode, &fused) {
+                (ForwardMode::Decode, Some(norm)) => {
+                    let label = format!("{}+{}", norm.label, stack_label(stack));
+                    record_stacked_matvec(ctx, ops, &label, stack, MatvecInput::Normed(self.normed_input(norm)), &stack_outputs)?
+                }
+                (ForwardMode::Decode, None) if stack.parts.len() == 1 => record_matvec(ctx, ops, &part_label(&stack.parts[0].name), &stack.matrix, &acts.normed, 0, stack_outputs[0], 0)?,
+                (ForwardMode::Decode, None) => record_stacked_matvec(ctx, ops, &stack_label(stack), stack, MatvecInput::Vector(&acts.normed), &stack_outputs)?,
+                (ForwardMode::Prefill, _) => {
                     for (index, output) in stack_outputs.iter().enumerate() {
                         let label = part_label(&stack.parts[index].name);
-                        record_matmul_rows(ctx, ops, &label, &stack.matrix, stack.part_rows(index), input, output, &acts.step, acts.max_tokens, Some(&acts.matmul_splits))?;
+                        record_matmul_rows(ctx, ops, &label, &stack.matrix, stack.part_rows(index), &acts.normed, output, &acts.step, acts.max_tokens, Some(&acts.matmul_splits))?;
                     }
                 }
             }
         }
+        self.consumed(fused);
         Ok(())
     }
 
@@ -122,9 +153,16 @@ impl LayerContext<'_> {
         let acts = self.acts;
         if let (ForwardMode::Decode, [stack]) = (self.mode, gate_up) {
             let activation_name = label.rsplit('.').next().unwrap_or(label);
-            return record_gated_matvec(self.ctx, ops, &format!("{}+{activation_name}", stack_label(stack)), stack, &acts.normed, &acts.gate, activation);
+            let fused = self.take_fusable_norm(ops, gate_up, true)?;
+            let (label, input) = match &fused {
+                Some(norm) => (format!("{}+{}+{activation_name}", norm.label, stack_label(stack)), MatvecInput::Normed(self.normed_input(norm))),
+                None => (format!("{}+{activation_name}", stack_label(stack)), MatvecInput::Vector(&acts.normed)),
+            };
+            record_gated_matvec(self.ctx, ops, &label, stack, input, &acts.gate, activation)?;
+            self.consumed(fused);
+            return Ok(());
         }
-        self.projections(ops, gate_up, &acts.normed, &[&acts.gate, &acts.up])?;
+        self.projections(ops, gate_up, &[&acts.gate, &acts.up])?;
         record_gated_activation(self.ctx, ops, label, &acts.gate, &acts.up, &acts.step, self.config.ffn_hidden, activation)
     }
 
@@ -138,12 +176,78 @@ impl LayerContext<'_> {
         }
     }
 
-    /// Closes a block: adds `acts.projection` (post-normed, for Gemma) to `acts.hidden`, then
-    /// writes the next pre-norm of `acts.hidden` to `acts.normed`.
-    pub fn residual_norm(&self, ops: &mut OpList, label: &str, ends: LayerEnds) -> Result<(), KernelError> {
+    /// Closes a block: adds `acts.projection` (post-normed, for Gemma) to the residual stream,
+    /// then normalizes it into `acts.normed` with the next pre-norm.
+    pub fn residual_norm(&self, ops: &mut OpList, label: &str, ends: LayerEnds<'a>) -> Result<(), KernelError> {
+        self.norm_stream(ops, PendingNorm { label: label.to_string(), block_out: Some(&self.acts.projection), post_norm: ends.post_norm, norm: ends.next_norm })
+    }
+
+    /// `acts.normed = rmsnorm(stream)·norm` for the first layer.
+    fn first_norm(&self, ops: &mut OpList, label: &str, norm: &'a wgpu::Buffer) -> Result<(), KernelError> {
+        self.norm_stream(ops, PendingNorm { label: label.to_string(), block_out: None, post_norm: None, norm })
+    }
+
+    /// Records `norm` now in prefill; leaves it to the next matrix-vector kernels in decode.
+    fn norm_stream(&self, ops: &mut OpList, norm: PendingNorm<'a>) -> Result<(), KernelError> {
+        self.flush_norm(ops)?;
+        *self.pending_norm.borrow_mut() = Some(norm);
+        match self.mode {
+            ForwardMode::Decode => Ok(()),
+            ForwardMode::Prefill => self.flush_norm(ops),
+        }
+    }
+
+    /// Records the pending norm, if any, as a dispatch of its own.
+    pub fn flush_norm(&self, ops: &mut OpList) -> Result<(), KernelError> {
+        let Some(norm) = self.pending_norm.borrow_mut().take() else {
+            return Ok(());
+        };
+        let (ctx, acts, config) = (self.ctx, self.acts, self.config);
+        let stream = self.stream_buffers().0;
+        match norm.block_out {
+            Some(block_out) => {
+                let rows = ResidualRows { block_out, hidden: stream, normed: &acts.normed };
+                record_residual_norm(ctx, ops, &norm.label, rows, norm.post_norm, norm.norm, &acts.step, config.hidden, config.rms_eps)
+            }
+            None => record_rms_norm(ctx, ops, &norm.label, stream, norm.norm, NormOutput::To(&acts.normed), &acts.step, config.hidden, 1, config.rms_eps),
+        }
+    }
+
+    /// The pending norm, taken for the decode kernels of `stacks` (`gated`: one gated product)
+    /// where they all fold it in to advantage; otherwise it is recorded now and None returned.
+    fn take_fusable_norm(&self, ops: &mut OpList, stacks: &[StackedMatrix], gated: bool) -> Result<Option<PendingNorm<'a>>, KernelError> {
+        let fusable = self.mode == ForwardMode::Decode && stacks.iter().all(|stack| normed_input_pays(self.ctx, stack, gated));
+        if fusable {
+            return Ok(self.pending_norm.borrow_mut().take());
+        }
+        self.flush_norm(ops)?;
+        Ok(None)
+    }
+
+    /// The residual stream's buffer now and the other one.
+    fn stream_buffers(&self) -> (&'a wgpu::Buffer, &'a wgpu::Buffer) {
         let acts = self.acts;
-        let rows = ResidualRows { block_out: &acts.projection, hidden: &acts.hidden, normed: &acts.normed };
-        record_residual_norm(self.ctx, ops, label, rows, ends.post_norm, ends.next_norm, &acts.step, self.config.hidden, self.config.rms_eps)
+        if self.stream_in_alt.get() {
+            (&acts.hidden_alt, &acts.hidden)
+        } else {
+            (&acts.hidden, &acts.hidden_alt)
+        }
+    }
+
+    fn normed_input(&self, norm: &PendingNorm<'a>) -> NormedInput<'a> {
+        let (stream_in, stream_out) = self.stream_buffers();
+        let eps = self.config.rms_eps;
+        match norm.block_out {
+            Some(block_out) => NormedInput { source: block_out, norm: norm.norm, residual: Some(ResidualStream { stream_in, stream_out, post_norm: norm.post_norm }), eps },
+            None => NormedInput { source: stream_in, norm: norm.norm, residual: None, eps },
+        }
+    }
+
+    /// After the kernels that folded in `fused`: the stream they wrote is the current one.
+    fn consumed(&self, fused: Option<PendingNorm>) {
+        if fused.is_some_and(|norm| norm.block_out.is_some()) {
+            self.stream_in_alt.set(!self.stream_in_alt.get());
+        }
     }
 }
 
@@ -207,7 +311,7 @@ impl ForwardGraph {
 
     fn record(&self, ctx: &GpuContext, config: &ModelConfig, weights: &ModelWeights, rope: &RopeTables, mode: ForwardMode) -> Result<OpList, ModelError> {
         let acts = &self.acts;
-        let layer_ctx = LayerContext { ctx, config, acts, mode };
+        let layer_ctx = LayerContext::new(ctx, config, acts, mode);
         let mut ops = OpList::new();
         let embedding_scale = match config.architecture {
             Architecture::Gemma3 => (config.hidden as f32).sqrt(),
@@ -217,7 +321,7 @@ impl ForwardGraph {
         // Each layer leaves the next one's attention pre-norm (the output norm after the last
         // layer) in `normed`, fused with its final residual add; only the first needs its own.
         let first_norm = weights.layers.first().map_or(&weights.output_norm, |layer| &layer.attn_norm);
-        record_rms_norm(ctx, &mut ops, "blk.0.attn_norm", &acts.hidden, first_norm, NormOutput::To(&acts.normed), &acts.step, config.hidden, 1, config.rms_eps)?;
+        layer_ctx.first_norm(&mut ops, "blk.0.attn_norm", first_norm)?;
         for (index, (layer, cache)) in weights.layers.iter().zip(&self.caches).enumerate() {
             let next_norm = weights.layers.get(index + 1).map_or(&weights.output_norm, |next| &next.attn_norm);
             let index = index as u32;
@@ -229,6 +333,7 @@ impl ForwardGraph {
                 Architecture::Llama => llama::record_layer(&layer_ctx, &mut ops, index, layer, cache, rope.global, next_norm)?,
             }
         }
+        layer_ctx.flush_norm(&mut ops)?;
         record_copy_last_row(ctx, &mut ops, "last token", &acts.normed, &acts.last_normed, &acts.step, config.hidden)?;
         record_matvec(ctx, &mut ops, "lm head", weights.lm_head(), &acts.last_normed, 0, &acts.logits, 0)?;
         Ok(ops)

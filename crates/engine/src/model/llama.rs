@@ -18,11 +18,11 @@ use crate::{
 
 /// Records one layer; `acts.normed` holds the attention pre-norm of `acts.hidden` on entry,
 /// and holds `next_norm` of the updated hidden state on exit.
-pub(super) fn record_layer(lc: &LayerContext, ops: &mut OpList, index: u32, w: &LayerWeights, cache: &KvCache, rope: &RopeTable, next_norm: &wgpu::Buffer) -> Result<(), KernelError> {
+pub(super) fn record_layer<'a>(lc: &LayerContext<'a>, ops: &mut OpList, index: u32, w: &'a LayerWeights, cache: &KvCache, rope: &RopeTable, next_norm: &'a wgpu::Buffer) -> Result<(), KernelError> {
     let (ctx, config, acts) = (lc.ctx, lc.config, lc.acts);
     let name = |what: &str| format!("blk.{index}.{what}");
 
-    lc.projections(ops, &w.qkv, &acts.normed, &[&acts.q, &acts.k, &acts.v])?;
+    lc.projections(ops, &w.qkv, &[&acts.q, &acts.k, &acts.v])?;
     let rows = QkvRows { q: &acts.q, k: &acts.k, v: &acts.v };
     record_qk_rope_store(ctx, ops, &name("rope_store"), rows, None, rope, RopeStyle::Interleaved, cache, &acts.step, config.n_heads)?;
     lc.attention(ops, &name("attention"), cache, 0)?;

@@ -14,8 +14,9 @@
 //!    candidates — with a counter-based random number of (seed, step.generated).
 //! 4. `sampling_finish.wgsl`: feeds the token to the next step and advances the step.
 //!
-//! Every kernel is dispatched every step; the path is chosen on the GPU from the parameter
-//! uniform, so changing parameters never re-records anything.
+//! The path is chosen on the GPU from the parameter uniform, so changing parameters never
+//! re-records anything; only the candidate kernels (2.) are left out of the steps encoded
+//! outside candidate mode, where they would return at once.
 
 mod params;
 mod sampler;
