@@ -130,7 +130,7 @@ impl<'a> LayerContext<'a> {
             let stack_outputs: Vec<&wgpu::Buffer> = outputs.by_ref().take(stack.parts.len()).collect();
             match (self.mode, &fused) {
                 (ForwardMode::Decode, Some(norm)) => {
-                    let label = format!("{}+{}", norm.label, stack_label(stack));
+                    let label = fused_label(&norm.label, stack);
                     record_stacked_matvec(ctx, ops, &label, stack, MatvecInput::Normed(self.normed_input(norm)), &stack_outputs)?
                 }
                 (ForwardMode::Decode, None) if stack.parts.len() == 1 => record_matvec(ctx, ops, &part_label(&stack.parts[0].name), &stack.matrix, &acts.normed, 0, stack_outputs[0], 0)?,
@@ -155,7 +155,7 @@ impl<'a> LayerContext<'a> {
             let activation_name = label.rsplit('.').next().unwrap_or(label);
             let fused = self.take_fusable_norm(ops, gate_up, true)?;
             let (label, input) = match &fused {
-                Some(norm) => (format!("{}+{}+{activation_name}", norm.label, stack_label(stack)), MatvecInput::Normed(self.normed_input(norm))),
+                Some(norm) => (format!("{}+{activation_name}", fused_label(&norm.label, stack)), MatvecInput::Normed(self.normed_input(norm))),
                 None => (format!("{}+{activation_name}", stack_label(stack)), MatvecInput::Vector(&acts.normed)),
             };
             record_gated_matvec(self.ctx, ops, &label, stack, input, &acts.gate, activation)?;
@@ -262,6 +262,15 @@ fn stack_label(stack: &StackedMatrix) -> String {
     let prefix = labels[0].rfind('.').map_or("", |dot| &labels[0][..=dot]);
     let names: Vec<&str> = labels.iter().map(|label| label.strip_prefix(prefix).unwrap_or(label)).collect();
     format!("{prefix}{}", names.join("+"))
+}
+
+/// The label of a stack's dispatch that folds in a norm: the norm's label (and layer) and the
+/// parts, `blk.3.post_ffw_norm+next_norm+attn_q+attn_k+attn_v`, so the profiler's per-layer
+/// grouping still works.
+fn fused_label(norm_label: &str, stack: &StackedMatrix) -> String {
+    let stack = stack_label(stack);
+    let parts = stack.rsplit('.').next().unwrap_or(&stack);
+    format!("{norm_label}+{parts}")
 }
 
 /// The norms around a residual add: the block's own post-norm (Gemma) and the next pre-norm.
