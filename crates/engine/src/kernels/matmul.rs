@@ -31,18 +31,20 @@ pub const SUPPORTED_TYPES: [GgmlType; 11] = [
     GgmlType::Q6_K,
 ];
 
-/// Threads and rows (1, 2 or 4) of a matrix-vector workgroup: its threads split the blocks of
-/// its rows between them, each reusing its slice of x for all rows. Measured on an H100:
-/// 128 threads once a row has 128 parts or more (64 leaves none idle on short rows), and
-/// fewer rows per workgroup for small matrices so they still spread over every SM.
-fn matvec_shape(parts_per_row: u32, rows: u32) -> (u32, u32) {
+/// Threads and rows (1, 2 or 4, at most `max_rows`) of a matrix-vector workgroup over `w`:
+/// its threads split the blocks of its rows between them, each reusing its slice of x for all
+/// rows. Measured on an H100: 128 threads once a row has 128 parts or more (64 leaves none
+/// idle on short rows), and fewer rows per workgroup for small matrices so they still spread
+/// over every SM.
+fn matvec_shape(w: &GpuMatrix, max_rows: u32) -> (u32, u32) {
+    let parts_per_row = w.row_len / kernel_block_len(w.ggml_type) * parts_per_block(w.ggml_type);
     let threads = if parts_per_row >= 128 { 128 } else { 64 };
-    let rows_per_workgroup = match rows {
+    let rows_per_workgroup = match w.rows {
         4096.. => 4,
         2048.. => 2,
         _ => 1,
     };
-    (threads, rows_per_workgroup)
+    (threads, rows_per_workgroup.min(max_rows))
 }
 
 /// Parts per block in the matrix-vector kernel: each part is 16 values (quant_formats.wgsl).
@@ -118,6 +120,14 @@ struct MatvecParams {
     eps: f32,
 }
 
+impl MatvecParams {
+    /// `rows` rows of `w`, x and y from element 0, one part.
+    fn new(w: &GpuMatrix, rows: u32) -> Self {
+        let blocks_per_row = w.row_len / kernel_block_len(w.ggml_type);
+        Self { rows, blocks_per_row, row_bytes: w.row_bytes as u32, input_offset: 0, output_offset: 0, second: rows, third: rows, eps: 0.0 }
+    }
+}
+
 /// The input vector of a decode matrix-vector product.
 #[derive(Clone, Copy)]
 pub enum MatvecInput<'a> {
@@ -166,17 +176,12 @@ const MAX_NORMED_INPUT_WORKGROUPS: u32 = 2048;
 pub fn normed_input_pays(ctx: &GpuContext, stack: &StackedMatrix, gated: bool) -> bool {
     let w = &stack.matrix;
     let (output_rows, max_rows) = if gated { (stack.parts[0].rows, GATED_MAX_ROWS) } else { (w.rows, 4) };
-    let workgroups = output_rows.div_ceil(matvec_rows_per_workgroup(w, max_rows));
-    w.chunks.len() == 1 && normed_input_fits(ctx, w.row_len) && workgroups <= MAX_NORMED_INPUT_WORKGROUPS
+    let workgroups = output_rows.div_ceil(matvec_shape(w, max_rows).1);
+    normed_input_fits(ctx, w.row_len) && workgroups <= MAX_NORMED_INPUT_WORKGROUPS
 }
 
 /// Output rows per gated workgroup: each takes two sums and a workgroup holds four.
 const GATED_MAX_ROWS: u32 = 2;
-
-fn matvec_rows_per_workgroup(w: &GpuMatrix, max_rows: u32) -> u32 {
-    let blocks_per_row = w.row_len / kernel_block_len(w.ggml_type);
-    matvec_shape(blocks_per_row * parts_per_block(w.ggml_type), w.rows).1.min(max_rows)
-}
 
 /// One matrix-vector dispatch over `chunk` of `w`, row r into `outputs[i]` for the part of
 /// the rows it falls in (see SPLIT_OUTPUT); `max_rows_per_workgroup` bounds ROWS and `extra`
@@ -195,8 +200,7 @@ fn matvec_dispatch(
     outputs: &[&wgpu::Buffer],
 ) -> Result<(), KernelError> {
     let type_define = weight_type_define("matvec", w)?;
-    let threads = matvec_shape(params.blocks_per_row * parts_per_block(w.ggml_type), w.rows).0;
-    let rows_per_workgroup = matvec_rows_per_workgroup(w, max_rows_per_workgroup);
+    let (threads, rows_per_workgroup) = matvec_shape(w, max_rows_per_workgroup);
     let mut defines = vec![type_define, Define::u32("WG", threads), Define::u32("ROWS", rows_per_workgroup)];
     if ctx.caps.subgroups {
         defines.push(Define::flag("SUBGROUPS"));
@@ -290,18 +294,8 @@ pub fn record_matvec(
     }
     check_buffer(KERNEL, "input", input, u64::from(input_offset) + u64::from(w.row_len))?;
     check_buffer(KERNEL, "output", output, u64::from(output_offset) + u64::from(w.rows))?;
-    let blocks_per_row = w.row_len / kernel_block_len(w.ggml_type);
     for (index, chunk) in w.chunks.iter().enumerate() {
-        let params = MatvecParams {
-            rows: chunk.rows,
-            blocks_per_row,
-            row_bytes: w.row_bytes as u32,
-            input_offset,
-            output_offset: output_offset + chunk.first_row,
-            second: 0,
-            third: 0,
-            eps: 0.0,
-        };
+        let params = MatvecParams { input_offset, output_offset: output_offset + chunk.first_row, ..MatvecParams::new(w, chunk.rows) };
         matvec_dispatch(ctx, ops, &chunk_label(label, w, index), w, chunk, params, 4, &[], MatvecInput::Vector(input), &[output])?;
     }
     Ok(())
@@ -321,16 +315,7 @@ pub fn record_stacked_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, st
         check_buffer(KERNEL, "output", output, u64::from(stack.parts[index].rows))?;
     }
     let starts: Vec<u32> = (0..stack.parts.len()).map(|index| stack.part_rows(index).start).collect();
-    let params = MatvecParams {
-        rows: w.rows,
-        blocks_per_row: w.row_len / kernel_block_len(w.ggml_type),
-        row_bytes: w.row_bytes as u32,
-        input_offset: 0,
-        output_offset: 0,
-        second: starts.get(1).copied().unwrap_or(w.rows),
-        third: starts.get(2).copied().unwrap_or(w.rows),
-        eps: 0.0,
-    };
+    let params = MatvecParams { second: starts.get(1).copied().unwrap_or(w.rows), third: starts.get(2).copied().unwrap_or(w.rows), ..MatvecParams::new(w, w.rows) };
     let flags: &[Define] = match outputs.len() {
         1 => &[],
         2 => &[Define::flag("SPLIT_OUTPUT")],
@@ -351,16 +336,8 @@ pub fn record_gated_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, stac
     }
     check_input(KERNEL, ctx, w, input)?;
     check_buffer(KERNEL, "output", output, u64::from(rows))?;
-    let params = MatvecParams {
-        rows,
-        blocks_per_row: w.row_len / kernel_block_len(w.ggml_type),
-        row_bytes: w.row_bytes as u32,
-        input_offset: 0,
-        output_offset: 0,
-        second: rows,
-        third: 0,
-        eps: 0.0,
-    };
+    // Gate rows first, up rows from `second` on.
+    let params = MatvecParams::new(w, rows);
     let mut defines = vec![Define::flag("GATED")];
     if activation == Activation::GeluTanh {
         defines.push(Define::flag("GELU_TANH"));

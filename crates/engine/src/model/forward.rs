@@ -133,7 +133,6 @@ impl<'a> LayerContext<'a> {
                     let label = fused_label(&norm.label, stack);
                     record_stacked_matvec(ctx, ops, &label, stack, MatvecInput::Normed(self.normed_input(norm)), &stack_outputs)?
                 }
-                (ForwardMode::Decode, None) if stack.parts.len() == 1 => record_matvec(ctx, ops, &part_label(&stack.parts[0].name), &stack.matrix, &acts.normed, 0, stack_outputs[0], 0)?,
                 (ForwardMode::Decode, None) => record_stacked_matvec(ctx, ops, &stack_label(stack), stack, MatvecInput::Vector(&acts.normed), &stack_outputs)?,
                 (ForwardMode::Prefill, _) => {
                     for (index, output) in stack_outputs.iter().enumerate() {
@@ -154,11 +153,11 @@ impl<'a> LayerContext<'a> {
         if let (ForwardMode::Decode, [stack]) = (self.mode, gate_up) {
             let activation_name = label.rsplit('.').next().unwrap_or(label);
             let fused = self.take_fusable_norm(ops, gate_up, true)?;
-            let (label, input) = match &fused {
-                Some(norm) => (format!("{}+{activation_name}", fused_label(&norm.label, stack)), MatvecInput::Normed(self.normed_input(norm))),
-                None => (format!("{}+{activation_name}", stack_label(stack)), MatvecInput::Vector(&acts.normed)),
+            let (matvec_label, input) = match &fused {
+                Some(norm) => (fused_label(&norm.label, stack), MatvecInput::Normed(self.normed_input(norm))),
+                None => (stack_label(stack), MatvecInput::Vector(&acts.normed)),
             };
-            record_gated_matvec(self.ctx, ops, &label, stack, input, &acts.gate, activation)?;
+            record_gated_matvec(self.ctx, ops, &format!("{matvec_label}+{activation_name}"), stack, input, &acts.gate, activation)?;
             self.consumed(fused);
             return Ok(());
         }
