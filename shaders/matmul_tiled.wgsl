@@ -2,9 +2,9 @@
 // of one chunk of a weight matrix kept in its GGUF block layout (quant_formats.wgsl; a TYPE_* define
 // picks the type). A workgroup owns a tile of TILE_ROWS rows × TILE_TOKENS tokens and walks K
 // in steps of TILE_K: it dequantizes the weight tile once into shared memory (so each weight is
-// decoded once per TILE_TOKENS tokens), stages the activations beside it, and every thread
-// accumulates a 4-row × 4-token block of outputs from vec4 reads of both tiles.
-// Needs WG = (TILE_ROWS / 4) · (TILE_TOKENS / 4).
+// decoded once per TILE_TOKENS tokens) and stages the activations beside it. The product of the
+// two tiles runs on plain f32 FMAs (WG = (TILE_ROWS / 4) · (TILE_TOKENS / 4)), or with
+// COOPERATIVE_MATRIX on the tensor cores (subgroups of 32 threads).
 // Split K: with params.splits > 1, the workgroups of split s walk only K values
 // s·split_len .. (s + 1)·split_len and write their partial sums to slice s of y (a scratch
 // buffer, slices split_stride apart), which elementwise.wgsl's sum_slices adds up. Matrices
@@ -40,9 +40,123 @@ struct Params {
 
 #include "quant_formats.wgsl"
 
+const K_QUADS = TILE_K / 4u;
+
+// A thread's place in its workgroup (subgroup fields unused without COOPERATIVE_MATRIX).
+struct Invocation {
+    lid: u32,
+    subgroup: u32,
+    lane: u32,
+}
+
+// Writes one output value, dropping those outside the chunk's rows or the step's tokens.
+fn store_one(split: u32, token: u32, n_tokens: u32, row: u32, value: f32) {
+    if (token < n_tokens && row < params.rows) {
+        y[split * params.split_stride + token * params.out_stride + params.first_row + row] = value;
+    }
+}
+
+// The weight value W[row0 + r, k .. k + 3] of this chunk, or zeros past its rows or K range.
+fn weight_quad(row: u32, k: u32, k_end: u32) -> vec4<f32> {
+    if (row < params.rows && k < k_end) {
+        return dequant4((params.weight_row0 + row) * params.row_bytes + (k / BLOCK_LEN) * BLOCK_BYTES, k % BLOCK_LEN);
+    }
+    return vec4<f32>(0.0);
+}
+
+// X[token, k .. k + 3], or zeros past the step's tokens or the K range.
+fn input_quad(token: u32, n_tokens: u32, k: u32, k_end: u32) -> vec4<f32> {
+    if (token < n_tokens && k < k_end) {
+        return x[(token * params.row_len + k) >> 2u];
+    }
+    return vec4<f32>(0.0);
+}
+
+#ifdef COOPERATIVE_MATRIX
+// Tensor-core variant: subgroups of 32 threads, each multiplying a 32-token × 32-row block of
+// the tile as 2 × 2 cooperative 16 × 16 × 16 products (f16 in, f32 accumulate); needs
+// WG = 32 · (TILE_ROWS / 32) · (TILE_TOKENS / 32). Tiles hold f16 with K fastest; rows are
+// padded by 8 values so they start 16 bytes apart without all falling on the same banks.
+const FRAGMENT = 16u;
+const SUBGROUP_BLOCK = 32u;
+const ROW_BLOCKS = TILE_ROWS / SUBGROUP_BLOCK;
+const SUBGROUPS = WG / 32u;
+const TILE_STRIDE = TILE_K + 8u;
+// Largest finite f16: inputs beyond it would become infinities.
+const F16_MAX = 65504.0;
+// Both operands in one array (workgroup pointers cannot be passed to functions, so one staging
+// function serves both through offsets). At W_TILE, tiles[W_TILE + r · TILE_STRIDE + k] =
+// W[row0 + r, k0 + k]: the B operand (K × rows) column-major. At X_TILE, likewise
+// X[token0 + t, k0 + k]: the A operand (tokens × K) row-major.
+const W_TILE = 0u;
+const X_TILE = TILE_ROWS * TILE_STRIDE;
+var<workgroup> tiles: array<f16, (TILE_ROWS + TILE_TOKENS) * TILE_STRIDE>;
+// One finished 16 × 16 fragment per subgroup (tokens × rows), so the copy to y can drop what
+// lies outside the chunk or the step.
+var<workgroup> fragments: array<f32, SUBGROUPS * FRAGMENT * FRAGMENT>;
+
+fn stage_quad(at: u32, v: vec4<f32>) {
+    let h = vec4<f16>(clamp(v, vec4<f32>(-F16_MAX), vec4<f32>(F16_MAX)));
+    tiles[at] = h.x;
+    tiles[at + 1u] = h.y;
+    tiles[at + 2u] = h.z;
+    tiles[at + 3u] = h.w;
+}
+
+// Writes fragment c (tokens token .. token + 15, rows row .. row + 15) through the subgroup's
+// slot of `fragments`. Every thread of the workgroup calls it (barriers).
+fn store_fragment(c: coop_mat16x16<f32, C>, split: u32, token: u32, n_tokens: u32, row: u32, invocation: Invocation) {
+    let slot = invocation.subgroup * FRAGMENT * FRAGMENT;
+    coopStoreT(c, &fragments[slot], FRAGMENT);
+    workgroupBarrier();
+    for (var i = invocation.lane; i < FRAGMENT * FRAGMENT; i += 32u) {
+        store_one(split, token + i / FRAGMENT, n_tokens, row + i % FRAGMENT, fragments[slot + i]);
+    }
+    workgroupBarrier();
+}
+
+fn product_tile(split: u32, row0: u32, token0: u32, n_tokens: u32, k_first: u32, k_end: u32, invocation: Invocation) {
+    let lid = invocation.lid;
+    let token_base = (invocation.subgroup / ROW_BLOCKS) * SUBGROUP_BLOCK;
+    let row_base = (invocation.subgroup % ROW_BLOCKS) * SUBGROUP_BLOCK;
+    var c00 = coop_mat16x16<f32, C>();
+    var c01 = coop_mat16x16<f32, C>();
+    var c10 = coop_mat16x16<f32, C>();
+    var c11 = coop_mat16x16<f32, C>();
+    for (var k0 = k_first; k0 < k_end; k0 += TILE_K) {
+        for (var i = lid; i < TILE_ROWS * K_QUADS; i += WG) {
+            let r = i / K_QUADS;
+            let k = (i % K_QUADS) * 4u;
+            stage_quad(W_TILE + r * TILE_STRIDE + k, weight_quad(row0 + r, k0 + k, k_end));
+        }
+        for (var i = lid; i < TILE_TOKENS * K_QUADS; i += WG) {
+            let t = i / K_QUADS;
+            let k = (i % K_QUADS) * 4u;
+            stage_quad(X_TILE + t * TILE_STRIDE + k, input_quad(token0 + t, n_tokens, k0 + k, k_end));
+        }
+        workgroupBarrier();
+        for (var k = 0u; k < TILE_K; k += FRAGMENT) {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[X_TILE + token_base * TILE_STRIDE + k], TILE_STRIDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[X_TILE + (token_base + FRAGMENT) * TILE_STRIDE + k], TILE_STRIDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&tiles[W_TILE + row_base * TILE_STRIDE + k], TILE_STRIDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&tiles[W_TILE + (row_base + FRAGMENT) * TILE_STRIDE + k], TILE_STRIDE);
+            c00 = coopMultiplyAdd(a0, b0, c00);
+            c01 = coopMultiplyAdd(a0, b1, c01);
+            c10 = coopMultiplyAdd(a1, b0, c10);
+            c11 = coopMultiplyAdd(a1, b1, c11);
+        }
+        workgroupBarrier();
+    }
+    let token = token0 + token_base;
+    let row = row0 + row_base;
+    store_fragment(c00, split, token, n_tokens, row, invocation);
+    store_fragment(c01, split, token, n_tokens, row + FRAGMENT, invocation);
+    store_fragment(c10, split, token + FRAGMENT, n_tokens, row, invocation);
+    store_fragment(c11, split, token + FRAGMENT, n_tokens, row + FRAGMENT, invocation);
+}
+#else
 const ROW_QUADS = TILE_ROWS / 4u;
 const TOKEN_QUADS = TILE_TOKENS / 4u;
-const K_QUADS = TILE_K / 4u;
 
 // w_tile[k · ROW_QUADS + r / 4][r % 4] = W[row0 + r, k0 + k], and likewise for tokens.
 var<workgroup> w_tile: array<vec4<f32>, TILE_K * ROW_QUADS>;
@@ -50,39 +164,15 @@ var<workgroup> x_tile: array<vec4<f32>, TILE_K * TOKEN_QUADS>;
 
 // Writes the outputs of one token for rows row .. row + 3 (component c is row + c).
 fn store(split: u32, token: u32, n_tokens: u32, row: u32, values: vec4<f32>) {
-    if (token >= n_tokens) {
-        return;
-    }
-    let at = split * params.split_stride + token * params.out_stride + params.first_row + row;
-    if (row < params.rows) {
-        y[at] = values.x;
-    }
-    if (row + 1u < params.rows) {
-        y[at + 1u] = values.y;
-    }
-    if (row + 2u < params.rows) {
-        y[at + 2u] = values.z;
-    }
-    if (row + 3u < params.rows) {
-        y[at + 3u] = values.w;
-    }
+    store_one(split, token, n_tokens, row, values.x);
+    store_one(split, token, n_tokens, row + 1u, values.y);
+    store_one(split, token, n_tokens, row + 2u, values.z);
+    store_one(split, token, n_tokens, row + 3u, values.w);
 }
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let n_tokens = min(step.n_tokens, params.max_tokens);
-    let tiles_per_split = params.row_tiles * ((n_tokens + TILE_TOKENS - 1u) / TILE_TOKENS);
-    let index = wid.x + wid.y * nwg.x;
-    let split = index / tiles_per_split;
-    let tile = index % tiles_per_split;
-    let row0 = (tile % params.row_tiles) * TILE_ROWS;
-    let token0 = (tile / params.row_tiles) * TILE_TOKENS;
-    if (split >= params.splits || token0 >= n_tokens) {
-        return;
-    }
-    let row_len = params.row_len;
-    let k_first = split * params.split_len;
-    let k_end = min(row_len, k_first + params.split_len);
+// Every thread accumulates a 4-row × 4-token block of outputs from vec4 reads of both tiles.
+fn product_tile(split: u32, row0: u32, token0: u32, n_tokens: u32, k_first: u32, k_end: u32, invocation: Invocation) {
+    let lid = invocation.lid;
     let row_quad = lid % ROW_QUADS;
     let token_quad = lid / ROW_QUADS;
     // acc_j[c]: token token0 + 4·token_quad + j, row row0 + 4·row_quad + c. Named vectors,
@@ -96,13 +186,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         // Neighbouring threads decode neighbouring values of one row: coalesced weight reads.
         for (var i = lid; i < TILE_ROWS * K_QUADS; i += WG) {
             let r = i / K_QUADS;
-            let k = k0 + (i % K_QUADS) * 4u;
-            let row = row0 + r;
-            var v = vec4<f32>(0.0);
-            if (row < params.rows && k < k_end) {
-                v = dequant4((params.weight_row0 + row) * params.row_bytes + (k / BLOCK_LEN) * BLOCK_BYTES, k % BLOCK_LEN);
-            }
-            let slot = (k - k0) * ROW_QUADS + r / 4u;
+            let k = (i % K_QUADS) * 4u;
+            let v = weight_quad(row0 + r, k0 + k, k_end);
+            let slot = k * ROW_QUADS + r / 4u;
             let c = r % 4u;
             w_tile[slot][c] = v.x;
             w_tile[slot + ROW_QUADS][c] = v.y;
@@ -111,13 +197,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         for (var i = lid; i < TILE_TOKENS * K_QUADS; i += WG) {
             let t = i / K_QUADS;
-            let k = k0 + (i % K_QUADS) * 4u;
-            let token = token0 + t;
-            var v = vec4<f32>(0.0);
-            if (token < n_tokens && k < k_end) {
-                v = x[(token * row_len + k) >> 2u];
-            }
-            let slot = (k - k0) * TOKEN_QUADS + t / 4u;
+            let k = (i % K_QUADS) * 4u;
+            let v = input_quad(token0 + t, n_tokens, k0 + k, k_end);
+            let slot = k * TOKEN_QUADS + t / 4u;
             let c = t % 4u;
             x_tile[slot][c] = v.x;
             x_tile[slot + TOKEN_QUADS][c] = v.y;
@@ -142,4 +224,35 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     store(split, token + 1u, n_tokens, row, acc_1);
     store(split, token + 2u, n_tokens, row, acc_2);
     store(split, token + 3u, n_tokens, row, acc_3);
+}
+#endif
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+#ifdef COOPERATIVE_MATRIX
+    @builtin(subgroup_id) subgroup: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+#endif
+) {
+#ifdef COOPERATIVE_MATRIX
+    let invocation = Invocation(lid, subgroup, lane);
+#else
+    let invocation = Invocation(lid, 0u, 0u);
+#endif
+    let n_tokens = min(step.n_tokens, params.max_tokens);
+    let tiles_per_split = params.row_tiles * ((n_tokens + TILE_TOKENS - 1u) / TILE_TOKENS);
+    let index = wid.x + wid.y * nwg.x;
+    let split = index / tiles_per_split;
+    let tile = index % tiles_per_split;
+    let row0 = (tile % params.row_tiles) * TILE_ROWS;
+    let token0 = (tile / params.row_tiles) * TILE_TOKENS;
+    if (split >= params.splits || token0 >= n_tokens) {
+        return;
+    }
+    let k_first = split * params.split_len;
+    let k_end = min(params.row_len, k_first + params.split_len);
+    product_tile(split, row0, token0, n_tokens, k_first, k_end, invocation);
 }

@@ -7,6 +7,11 @@
 //! Tolerance: each output is a sum of K products accumulated in f32, so its error is bounded
 //! relative to the magnitude of the terms, not of the result: |gpu - ref| ≤ 1e-5 · Σ_k |w_k·x_k|
 //! + 1e-6. (Typical f32 rounding is ~sqrt(K)·6e-8 of that magnitude: about 3e-6 at K = 2304.)
+//!
+//! The tiled kernel's cooperative-matrix variant (tensor cores, where the adapter has them:
+//! not lavapipe) rounds both factors to f16 first, each off by at most 2^-11 of itself, so its
+//! products are within 2 · 2^-11 ≈ 9.8e-4 of theirs: there the bound is
+//! 1.5e-3 · Σ_k |w_k·x_k| + 1e-6. On such adapters the tiled tests run both variants.
 
 use std::sync::Arc;
 
@@ -23,9 +28,30 @@ use doppler_engine::{
 
 const RELATIVE_TOLERANCE: f64 = 1e-5;
 const ABSOLUTE_TOLERANCE: f64 = 1e-6;
+const COOPERATIVE_MATRIX_RELATIVE_TOLERANCE: f64 = 1.5e-3;
 
 fn gpu(options: GpuOptions) -> Arc<GpuContext> {
     GpuContext::new(&options).expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
+}
+
+/// The tiled kernel's contexts: the default one, and one without cooperative matrices where
+/// the default uses them.
+fn matmul_contexts() -> Vec<Arc<GpuContext>> {
+    let default = gpu(GpuOptions::default());
+    println!("cooperative matrix: {}", default.caps.cooperative_matrix);
+    if default.caps.cooperative_matrix {
+        vec![default, gpu(GpuOptions { disable_cooperative_matrix: true, ..Default::default() })]
+    } else {
+        vec![default]
+    }
+}
+
+fn matmul_tolerance(ctx: &GpuContext) -> f64 {
+    if ctx.caps.cooperative_matrix {
+        COOPERATIVE_MATRIX_RELATIVE_TOLERANCE
+    } else {
+        RELATIVE_TOLERANCE
+    }
 }
 
 fn without_subgroups() -> Arc<GpuContext> {
@@ -102,11 +128,16 @@ impl TestMatrix {
 /// Compares outputs with (reference, magnitude) pairs; returns the worst error relative to
 /// the magnitude, or a description of the first value out of tolerance.
 fn compare(label: &str, actual: &[f32], expected: &[(f64, f64)]) -> Result<f64, String> {
+    compare_within(label, actual, expected, RELATIVE_TOLERANCE)
+}
+
+/// As `compare` with bound `relative` · magnitude + ABSOLUTE_TOLERANCE.
+fn compare_within(label: &str, actual: &[f32], expected: &[(f64, f64)], relative: f64) -> Result<f64, String> {
     assert_eq!(actual.len(), expected.len(), "{label}: length");
     let mut worst = 0.0f64;
     for (i, (&a, &(e, magnitude))) in actual.iter().zip(expected).enumerate() {
         let error = (f64::from(a) - e).abs();
-        let tolerance = RELATIVE_TOLERANCE * magnitude + ABSOLUTE_TOLERANCE;
+        let tolerance = relative * magnitude + ABSOLUTE_TOLERANCE;
         if error.is_nan() || error > tolerance {
             return Err(format!("{label}[{i}]: got {a}, expected {e} (error {error:e}, tolerance {tolerance:e})"));
         }
@@ -220,16 +251,15 @@ fn check_matmul_with(ctx: &GpuContext, label: &str, m: &TestMatrix, w: &GpuMatri
             return Err(format!("{label}: wrote past token {n}"));
         }
         let expected: Vec<_> = (0..n).flat_map(|t| (0..m.rows).map(move |r| (t, r))).map(|(t, r)| m.dot(r, &x[t * m.row_len..(t + 1) * m.row_len])).collect();
-        worst = worst.max(compare(&format!("{label} n={n}"), &actual[..n * m.rows], &expected)?);
+        worst = worst.max(compare_within(&format!("{label} n={n}"), &actual[..n * m.rows], &expected, matmul_tolerance(ctx))?);
     }
     Ok(worst)
 }
 
 #[test]
 fn matmul_matches_reference_for_every_type() {
-    let ctx = gpu(GpuOptions::default());
     let mut failures = Vec::new();
-    for ty in SUPPORTED_TYPES {
+    for (ctx, ty) in matmul_contexts().iter().flat_map(|ctx| SUPPORTED_TYPES.map(|ty| (ctx.clone(), ty))) {
         let mut worst = 0.0f64;
         for (row_len, rows) in row_lens(ty).into_iter().zip([97, 3]).chain([(row_lens(ty)[0], 1000)]) {
             let m = TestMatrix::random(ty, row_len, rows, (row_len * rows) as u64 + 1);
@@ -239,16 +269,17 @@ fn matmul_matches_reference_for_every_type() {
                 Err(failure) => failures.push(failure),
             }
         }
-        println!("matmul {:5}: worst error / Σ|w·x| = {worst:.2e}", ty.name());
+        println!("matmul {:5} (cooperative matrix: {}): worst error / Σ|w·x| = {worst:.2e}", ty.name(), ctx.caps.cooperative_matrix);
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
 #[test]
 fn matmul_covers_several_token_tiles() {
-    let ctx = gpu(GpuOptions::default());
-    let m = TestMatrix::random(GgmlType::Q8_0, 640, 130, 5);
-    check_matmul(&ctx, "matmul 70 tokens", &m, &m.upload(&ctx), &[33, 70]).unwrap();
+    for ctx in matmul_contexts() {
+        let m = TestMatrix::random(GgmlType::Q8_0, 640, 130, 5);
+        check_matmul(&ctx, "matmul 70 tokens", &m, &m.upload(&ctx), &[33, 70]).unwrap();
+    }
 }
 
 #[test]
@@ -506,19 +537,18 @@ fn matmul_over_parts_of_a_chunked_stack_matches_reference() {
         run(&ctx, &ops, n_tokens);
         let actual = ctx.read_f32(&output, n_tokens as usize * m.rows).unwrap();
         let expected: Vec<_> = (0..n_tokens as usize).flat_map(|t| (0..m.rows).map(move |r| (t, r))).map(|(t, r)| m.dot(r, &x[t * 640..(t + 1) * 640])).collect();
-        compare(&format!("matmul rows of part {i}"), &actual, &expected).unwrap();
+        compare_within(&format!("matmul rows of part {i}"), &actual, &expected, matmul_tolerance(&ctx)).unwrap();
     }
 }
 
 #[test]
 fn split_k_matmul_matches_reference() {
-    let ctx = gpu(GpuOptions::default());
     // Few rows and long rows: the kernel splits K and adds the slices in a second dispatch.
-    for (ty, row_len, rows) in [(GgmlType::Q6_K, 2304, 64), (GgmlType::Q5_0, 6912, 97), (GgmlType::Q8_0, 640, 3)] {
+    for (ctx, (ty, row_len, rows)) in matmul_contexts().iter().flat_map(|ctx| [(GgmlType::Q6_K, 2304, 64), (GgmlType::Q5_0, 6912, 97), (GgmlType::Q8_0, 640, 3)].map(|shape| (ctx.clone(), shape))) {
         let m = TestMatrix::random(ty, row_len, rows, 71);
         // Room for a few slices only: the split count also follows the scratch size.
         let scratch = ctx.zeroed_storage("splits", (3 * 70 * rows * 4) as u64);
-        let label = format!("split-K {} {rows}x{row_len}", ty.name());
+        let label = format!("split-K {} {rows}x{row_len} (cooperative matrix: {})", ty.name(), ctx.caps.cooperative_matrix);
         check_matmul_with(&ctx, &label, &m, &m.upload(&ctx), &[1, 5, 70], Some(&scratch)).unwrap();
         check_matmul_with(&ctx, &format!("{label} chunked"), &m, &m.upload_chunked(&ctx, rows.div_ceil(2)), &[70], Some(&scratch)).unwrap();
     }

@@ -42,10 +42,14 @@ pub struct GpuCapabilities {
     pub subgroup_max_size: u32,
     pub timestamps: bool,
     pub timestamps_inside_passes: bool,
+    /// 16 × 16 × 16 cooperative matrix products (tensor cores) with f16 inputs and f32
+    /// accumulators, in subgroups of exactly 32 threads (the tiled matmul's layout).
+    pub cooperative_matrix: bool,
     pub max_storage_binding: u64,
     pub max_buffer_size: u64,
     pub max_workgroups_per_dimension: u32,
     pub max_workgroup_storage_bytes: u32,
+    pub max_workgroup_invocations: u32,
     pub max_storage_buffers_per_stage: u32,
 }
 
@@ -70,18 +74,22 @@ pub struct GpuOptions {
     pub disable_f16: bool,
     /// Ignore subgroup operations even where the adapter has them, to exercise the fallback.
     pub disable_subgroups: bool,
+    /// Ignore cooperative matrices even where the adapter has them, to exercise the fallback.
+    pub disable_cooperative_matrix: bool,
     /// Ask for timestamp queries (per-kernel profiling) when the adapter has them.
     pub want_timestamps: bool,
 }
 
 impl GpuOptions {
-    /// Defaults overridden by `DOPPLER_ADAPTER`, `DOPPLER_DISABLE_F16` and `DOPPLER_DISABLE_SUBGROUPS`.
+    /// Defaults overridden by `DOPPLER_ADAPTER`, `DOPPLER_DISABLE_F16`, `DOPPLER_DISABLE_SUBGROUPS`
+    /// and `DOPPLER_DISABLE_COOPERATIVE_MATRIX`.
     pub fn from_env() -> Self {
         let flag = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0");
         Self {
             adapter_filter: std::env::var("DOPPLER_ADAPTER").ok().filter(|s| !s.is_empty()),
             disable_f16: flag("DOPPLER_DISABLE_F16"),
             disable_subgroups: flag("DOPPLER_DISABLE_SUBGROUPS"),
+            disable_cooperative_matrix: flag("DOPPLER_DISABLE_COOPERATIVE_MATRIX"),
             want_timestamps: true,
         }
     }
@@ -114,13 +122,25 @@ fn device_type_rank(device_type: wgpu::DeviceType) -> u8 {
     }
 }
 
+/// Whether the adapter multiplies 16 × 16 f16 tiles into f32 accumulators per subgroup.
+fn has_f16_cooperative_matrix(adapter: &wgpu::Adapter) -> bool {
+    adapter.features().contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+        && adapter.cooperative_matrix_properties().iter().any(|p| {
+            (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
+                && p.ab_type == wgpu::CooperativeScalarType::F16
+                && p.cr_type == wgpu::CooperativeScalarType::F32
+        })
+}
+
 fn capabilities(adapter: &wgpu::Adapter, options: &GpuOptions) -> GpuCapabilities {
     let features = adapter.features();
     let limits = adapter.limits();
     let info = adapter.get_info();
+    let shader_f16 = features.contains(wgpu::Features::SHADER_F16) && !options.disable_f16;
+    let subgroups = features.contains(wgpu::Features::SUBGROUP) && !options.disable_subgroups;
     GpuCapabilities {
-        shader_f16: features.contains(wgpu::Features::SHADER_F16) && !options.disable_f16,
-        subgroups: features.contains(wgpu::Features::SUBGROUP) && !options.disable_subgroups,
+        shader_f16,
+        subgroups,
         subgroup_min_size: info.subgroup_min_size,
         subgroup_max_size: info.subgroup_max_size,
         timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY) && options.want_timestamps,
@@ -129,10 +149,16 @@ fn capabilities(adapter: &wgpu::Adapter, options: &GpuOptions) -> GpuCapabilitie
                 | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
                 | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES,
         ) && options.want_timestamps,
+        cooperative_matrix: shader_f16
+            && subgroups
+            && (info.subgroup_min_size, info.subgroup_max_size) == (32, 32)
+            && !options.disable_cooperative_matrix
+            && has_f16_cooperative_matrix(adapter),
         max_storage_binding: limits.max_storage_buffer_binding_size,
         max_buffer_size: limits.max_buffer_size,
         max_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
         max_workgroup_storage_bytes: limits.max_compute_workgroup_storage_size,
+        max_workgroup_invocations: limits.max_compute_invocations_per_workgroup,
         max_storage_buffers_per_stage: limits.max_storage_buffers_per_shader_stage,
     }
 }
@@ -201,12 +227,22 @@ impl GpuContext {
         if caps.timestamps_inside_passes {
             features |= wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
         }
+        let experimental_features = if caps.cooperative_matrix {
+            features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+            // SAFETY: wgpu marks cooperative matrices experimental (its validation of them is
+            // incomplete). The one kernel that uses them (matmul_tiled.wgsl) is tested against
+            // the CPU reference on adapters that have them, and only 16 × 16 × 16 f16/f32
+            // products the adapter reports are used.
+            unsafe { wgpu::ExperimentalFeatures::enabled() }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
         let adapter_info = adapter.get_info();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("doppler"),
             required_features: features,
             required_limits: adapter.limits(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            experimental_features,
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }))

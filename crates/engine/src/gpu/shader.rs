@@ -48,6 +48,9 @@ pub fn expand(name: &str, defines: &[Define]) -> Result<String, ShaderSourceErro
     if defines.iter().any(|d| d.name == "F16") {
         out.push_str("enable f16;\n");
     }
+    if defines.iter().any(|d| d.name == "COOPERATIVE_MATRIX") {
+        out.push_str("enable wgpu_cooperative_matrix;\n");
+    }
     for define in defines.iter().filter(|d| !d.value.is_empty()) {
         out.push_str(&format!("const {} = {};\n", define.name, define.value));
     }
