@@ -12,6 +12,10 @@
 //     cut into N_SPLITS slices, one workgroup per (head, slice) leaves an unnormalized partial
 //     (its running max, sum and weighted values), and a workgroup per head merges them, so a
 //     long context spreads over many workgroups instead of walking serially in a few.
+//     With ROPE_STORE, split_partial also takes over fused_qk_rope_store.wgsl's work for the
+//     step: each workgroup norms (QK_NORM) and rotates its head's raw query itself, and the
+//     workgroups whose slice holds the step's position rotate its key and store it and its
+//     value in the cache before reading them (several do, with identical values, under GQA).
 #include "step.wgsl"
 
 #ifdef F16
@@ -82,20 +86,40 @@ struct Params {
     cache_len: u32,
     window: u32,
     scale: f32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    // RoPE and q/k norm of ROPE_STORE.
+    rot_dim: u32,
+    max_positions: u32,
+    eps: f32,
 }
 
 // q and out: [n_tokens, n_heads, HEAD_DIM]; caches: [cache_len, n_kv_heads, HEAD_DIM].
 @group(0) @binding(0) var<storage, read> q: array<f32>;
+#ifndef SPLIT
 @group(0) @binding(1) var<storage, read> k_cache: array<vec4<kv_t>>;
+#endif
 #ifdef SPLIT
+#ifdef ROPE_STORE
+@group(0) @binding(1) var<storage, read_write> k_cache: array<vec4<kv_t>>;
+@group(0) @binding(2) var<storage, read_write> v_cache: array<vec4<kv_t>>;
+#else
+@group(0) @binding(1) var<storage, read> k_cache: array<vec4<kv_t>>;
 @group(0) @binding(2) var<storage, read> v_cache: array<vec4<kv_t>>;
+#endif
 @group(0) @binding(3) var<storage, read_write> split_acc: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> split_stats: array<vec2<f32>>;
 @group(0) @binding(5) var<storage, read> step: Step;
 @group(0) @binding(6) var<uniform> params: Params;
+#ifdef ROPE_STORE
+// The step's raw key and value rows: [n_kv_heads, HEAD_DIM].
+@group(0) @binding(7) var<storage, read> k: array<f32>;
+@group(0) @binding(8) var<storage, read> v: array<f32>;
+// [max_positions, rot_dim / 2] of (cos θ, sin θ).
+@group(0) @binding(9) var<storage, read> table: array<vec2<f32>>;
+#ifdef QK_NORM
+@group(0) @binding(10) var<storage, read> q_norm: array<f32>;
+@group(0) @binding(11) var<storage, read> k_norm: array<f32>;
+#endif
+#endif
 #else
 #ifdef BLOCK
 @group(0) @binding(2) var<storage, read> v_cache: array<vec4<kv_t>>;
@@ -371,6 +395,38 @@ const GROUPS = WG / COLUMNS;
 
 var<workgroup> group_sums: array<vec4<f32>, WG>;
 
+#ifdef ROPE_STORE
+#include "qk_rope.wgsl"
+
+// Four rotated values of `row` from element 4·column.
+fn rotated4(column: u32, scale: f32, is_query: bool, cs_base: u32) -> vec4<f32> {
+    let d = 4u * column;
+    return vec4<f32>(rotated(d, scale, is_query, cs_base), rotated(d + 1u, scale, is_query, cs_base), rotated(d + 2u, scale, is_query, cs_base), rotated(d + 3u, scale, is_query, cs_base));
+}
+
+// As load_query, for the raw query of `head` at position `pos`: normed and rotated first.
+fn load_rotated_query(lid: u32, head: u32, pos: u32) {
+    let scale = load_row(lid, true, head * HEAD_DIM);
+    for (var column = lid; column < COLUMNS; column += WG) {
+        q_shared[column] = rotated4(column, scale, true, rope_base(pos)) * params.scale;
+    }
+    workgroupBarrier();
+}
+
+// Rotates the step's key of `kv_head` into the cache at `pos`, with its value, visible to the
+// workgroup afterwards. Every thread calls it.
+fn store_new_key(lid: u32, kv_head: u32, pos: u32) {
+    let scale = load_row(lid, false, kv_head * HEAD_DIM);
+    let slot = ((pos % params.cache_len) * params.n_kv_heads + kv_head) * COLUMNS;
+    for (var column = lid; column < COLUMNS; column += WG) {
+        k_cache[slot + column] = vec4<kv_t>(rotated4(column, scale, false, rope_base(pos)));
+        let d = kv_head * HEAD_DIM + 4u * column;
+        v_cache[slot + column] = vec4<kv_t>(vec4<f32>(v[d], v[d + 1u], v[d + 2u], v[d + 3u]));
+    }
+    storageBarrier();
+}
+#endif
+
 // Workgroup (head, slice) for the step's single token; an empty slice leaves sum 0. Scores
 // are one key per thread; for the values, thread (group g, column c) sums keys g, g + GROUPS,
 // … of vec4 column c, which keeps each thread's chain of dependent loads short.
@@ -386,9 +442,17 @@ fn split_partial(
     let keys_per_slice = (q_pos + 1u - first + N_SPLITS - 1u) / N_SPLITS;
     let slice_first = min(first + slice * keys_per_slice, q_pos + 1u);
     let slice_end = min(slice_first + keys_per_slice, q_pos + 1u);
+    let kv_head = head / (params.n_heads / params.n_kv_heads);
+#ifdef ROPE_STORE
+    load_rotated_query(lid, head, q_pos);
+    if (slice_end == q_pos + 1u && slice_first < slice_end) {
+        store_new_key(lid, kv_head, q_pos);
+    }
+#else
     load_query(lid, head * HEAD_DIM);
+#endif
     let kv_stride = params.n_kv_heads * COLUMNS;
-    let kv_base = (head / (params.n_heads / params.n_kv_heads)) * COLUMNS;
+    let kv_base = kv_head * COLUMNS;
     let column = lid % COLUMNS;
     let group = lid / COLUMNS;
 

@@ -29,53 +29,17 @@ struct Params {
 @group(0) @binding(2) var<storage, read> v: array<f32>;
 @group(0) @binding(3) var<storage, read_write> k_cache: array<kv_t>;
 @group(0) @binding(4) var<storage, read_write> v_cache: array<kv_t>;
+@group(0) @binding(5) var<storage, read> step: Step;
+@group(0) @binding(6) var<uniform> params: Params;
 // [max_positions, rot_dim / 2] of (cos θ, sin θ).
-@group(0) @binding(5) var<storage, read> table: array<vec2<f32>>;
-@group(0) @binding(6) var<storage, read> step: Step;
-@group(0) @binding(7) var<uniform> params: Params;
+@group(0) @binding(7) var<storage, read> table: array<vec2<f32>>;
 #ifdef QK_NORM
 @group(0) @binding(8) var<storage, read> q_norm: array<f32>;
 @group(0) @binding(9) var<storage, read> k_norm: array<f32>;
 #endif
 
-var<workgroup> row: array<f32, HEAD_DIM>;
 #include "workgroup_reduce.wgsl"
-
-// Element d of the row after the norm (when QK_NORM), before rotation.
-fn normed(d: u32, scale: f32, is_query: bool) -> f32 {
-#ifdef QK_NORM
-    if (is_query) {
-        return row[d] * scale * q_norm[d];
-    }
-    return row[d] * scale * k_norm[d];
-#else
-    return row[d];
-#endif
-}
-
-// Element d of the rotated row: NEOX pairs (i, i + rot_dim/2), else (2i, 2i + 1); elements
-// past rot_dim pass through.
-fn rotated(d: u32, scale: f32, is_query: bool, cs_base: u32) -> f32 {
-    let x = normed(d, scale, is_query);
-    if (d >= params.rot_dim) {
-        return x;
-    }
-    let half = params.rot_dim / 2u;
-#ifdef NEOX
-    if (d < half) {
-        let cs = table[cs_base + d];
-        return x * cs.x - normed(d + half, scale, is_query) * cs.y;
-    }
-    let cs = table[cs_base + d - half];
-    return normed(d - half, scale, is_query) * cs.y + x * cs.x;
-#else
-    let cs = table[cs_base + d / 2u];
-    if ((d & 1u) == 0u) {
-        return x * cs.x - normed(d + 1u, scale, is_query) * cs.y;
-    }
-    return normed(d - 1u, scale, is_query) * cs.y + x * cs.x;
-#endif
-}
+#include "qk_rope.wgsl"
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -91,27 +55,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let q_base = (token * params.n_heads + head) * HEAD_DIM;
     let kv_base = (token * params.n_kv_heads + kv_head) * HEAD_DIM;
 
-    var sum = 0.0;
-    for (var d = lid; d < HEAD_DIM; d += WG) {
-        var x: f32;
-        if (is_query) {
-            x = q[q_base + d];
-        } else {
-            x = k[kv_base + d];
-        }
-        row[d] = x;
-        sum += x * x;
-    }
-#ifdef QK_NORM
-    let scale = inverseSqrt(workgroup_sum(lid, sum) / f32(HEAD_DIM) + params.eps);
-#else
-    // Threads read each other's row values below.
-    workgroupBarrier();
-    let scale = 1.0;
-#endif
+    let scale = load_row(lid, is_query, select(kv_base, q_base, is_query));
 
     let pos = step.pos + token;
-    let cs_base = min(pos, params.max_positions - 1u) * (params.rot_dim / 2u);
+    let cs_base = rope_base(pos);
     let slot_base = ((pos % params.cache_len) * params.n_kv_heads + kv_head) * HEAD_DIM;
     for (var d = lid; d < HEAD_DIM; d += WG) {
         let y = rotated(d, scale, is_query, cs_base);

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use doppler_engine::{
     gpu::{GpuContext, GpuOptions, OpList},
     kernels::{
-        attention::{record_attention, record_decode_attention, record_kv_store, KvCache},
+        attention::{record_attention, record_decode_attention, record_decode_attention_with_qk_step, record_kv_store, KvCache},
         elementwise::{record_add, record_copy_last_row, record_gated_activation, Activation},
         fused_norm::{record_residual_norm, ResidualRows},
-        fused_qk::{record_qk_rope_store, QkNorms, QkvRows},
+        fused_qk::{record_qk_rope_store, QkNorms, QkStep, QkvRows},
         norm::{record_rms_norm, NormOutput},
         rope::{record_rope, rope_table, RopeStyle, RopeTable},
     },
@@ -365,8 +365,8 @@ fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
     let eps = 1e-6;
     let norms = case.norm.then_some(QkNorms { q: &qn_buf, k: &kn_buf, eps });
     let mut ops = OpList::new();
-    let rows = QkvRows { q: &q_buf, k: &k_buf, v: &v_buf };
-    record_qk_rope_store(ctx, &mut ops, "qk", rows, norms, &gpu_table, case.style, &cache, &step, case.n_heads).unwrap();
+    let qk = QkStep { rows: QkvRows { q: &q_buf, k: &k_buf, v: &v_buf }, norms, table: &gpu_table, style: case.style };
+    record_qk_rope_store(ctx, &mut ops, "qk", &qk, &cache, &step, case.n_heads).unwrap();
     run(ctx, &ops, case.n_tokens);
 
     let transform = |x: &[f32], w: &[f32], pos: usize| -> Vec<f64> {
@@ -420,6 +420,95 @@ fn fused_qk_norm_rope_store_matches_separate_steps() {
     for ctx in &contexts {
         for case in &cases {
             check_qk_rope_store(ctx, case);
+        }
+    }
+}
+
+struct DecodeQkCase {
+    n_heads: u32,
+    n_kv_heads: u32,
+    head_dim: u32,
+    rot_dim: u32,
+    window: u32,
+    cache_len: u32,
+    /// Tokens cached before the decode step.
+    history: u32,
+    style: RopeStyle,
+    norm: bool,
+}
+
+/// Decode attention whose slices do the q/k step against that step's kernel followed by plain
+/// decode attention, on two caches with the same history: the outputs and both caches must
+/// agree (the same f32 operations in the same order, so to rounding).
+fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
+    let hd = case.head_dim as usize;
+    let (q_dim, kv_dim) = (case.n_heads as usize * hd, case.n_kv_heads as usize * hd);
+    let history_k = values(case.history as usize * kv_dim, 40);
+    let history_v = values(case.history as usize * kv_dim, 41);
+    let q: Vec<f32> = values(q_dim, 42).iter().map(|v| v * 3.0).collect();
+    let k: Vec<f32> = values(kv_dim, 43).iter().map(|v| v * 3.0).collect();
+    let v = values(kv_dim, 44);
+    let (q_norm, k_norm) = (values(hd, 45), values(hd, 46));
+    let table = RopeTable::new(ctx, 10_000.0, case.rot_dim, 4096, 1.0);
+    let (qn_buf, kn_buf) = (f32_buffer(ctx, &q_norm), f32_buffer(ctx, &k_norm));
+    let norms = case.norm.then_some(QkNorms { q: &qn_buf, k: &kn_buf, eps: 1e-6 });
+    let scale = 1.0 / (case.head_dim as f32).sqrt();
+    let label = format!("{:?} norm {} heads {}/{} history {} (f16 cache: {})", case.style, case.norm, case.n_heads, case.n_kv_heads, case.history, ctx.caps.shader_f16);
+
+    let mut results = Vec::new();
+    for fused in [false, true] {
+        let cache = KvCache::new(ctx, "test", case.cache_len, case.n_kv_heads, case.head_dim);
+        // The history, one token at a time, so a ring keeps the window's last keys.
+        let (k_row, v_row) = (ctx.zeroed_storage("k row", kv_dim as u64 * 4), ctx.zeroed_storage("v row", kv_dim as u64 * 4));
+        let step = step_buffer(ctx, 0, 1);
+        let mut store = OpList::new();
+        record_kv_store(ctx, &mut store, "store", &cache, &k_row, &v_row, &step).unwrap();
+        for pos in 0..case.history as usize {
+            ctx.queue.write_buffer(&k_row, 0, bytemuck::cast_slice(&history_k[pos * kv_dim..][..kv_dim]));
+            ctx.queue.write_buffer(&v_row, 0, bytemuck::cast_slice(&history_v[pos * kv_dim..][..kv_dim]));
+            ctx.queue.write_buffer(&step, 0, bytemuck::cast_slice(&[pos as u32, 1, 0, 0]));
+            run(ctx, &store, 1);
+        }
+        ctx.queue.write_buffer(&step, 0, bytemuck::cast_slice(&[case.history, 1, 0, 0]));
+        let (q_buf, k_buf, v_buf) = (f32_buffer(ctx, &q), f32_buffer(ctx, &k), f32_buffer(ctx, &v));
+        let out = ctx.zeroed_storage("out", q_dim as u64 * 4);
+        let qk = QkStep { rows: QkvRows { q: &q_buf, k: &k_buf, v: &v_buf }, norms, table: &table, style: case.style };
+        let mut ops = OpList::new();
+        if fused {
+            record_decode_attention_with_qk_step(ctx, &mut ops, "qk", "attention", &cache, &qk, &out, &step, case.n_heads, case.window, scale).unwrap();
+            // Slices (with the q/k step) and merge: one dispatch fewer than the separate path.
+            assert_eq!(ops.len(), 2, "{label}: the slices did not take the q/k step over");
+        } else {
+            record_qk_rope_store(ctx, &mut ops, "qk", &qk, &cache, &step, case.n_heads).unwrap();
+            record_decode_attention(ctx, &mut ops, "attention", &cache, &q_buf, &out, &step, case.n_heads, case.window, scale).unwrap();
+        }
+        run(ctx, &ops, 1);
+        let cache_values = case.cache_len as usize * kv_dim;
+        results.push((ctx.read_f32(&out, q_dim).unwrap(), read_cache(ctx, &cache, &cache.k, cache_values), read_cache(ctx, &cache, &cache.v, cache_values)));
+    }
+    let (separate, fused) = (&results[0], &results[1]);
+    let as_f64 = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
+    assert_close(&format!("output ({label})"), &fused.0, &as_f64(&separate.0), 1e-6, 1e-5);
+    assert!(fused.1 == separate.1, "k cache differs ({label})");
+    assert!(fused.2 == separate.2, "v cache differs ({label})");
+}
+
+#[test]
+fn decode_attention_with_qk_step_matches_qk_step_then_attention() {
+    let cases = [
+        // Gemma-like: q/k norms, NEOX, 4:1 GQA, head_dim 256, sliding window on a wrapped ring.
+        DecodeQkCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, rot_dim: 256, window: 9, cache_len: 10, history: 20, style: RopeStyle::Neox, norm: true },
+        // Llama-like: no norms, interleaved pairs, 3:1 GQA over 33 keys in several slices.
+        DecodeQkCase { n_heads: 6, n_kv_heads: 2, head_dim: 64, rot_dim: 64, window: 0, cache_len: 64, history: 33, style: RopeStyle::Interleaved, norm: false },
+        // Partial rotation; 32 slices over 6 keys, most of them empty.
+        DecodeQkCase { n_heads: 2, n_kv_heads: 1, head_dim: 64, rot_dim: 32, window: 0, cache_len: 1024, history: 5, style: RopeStyle::Neox, norm: true },
+        // The first token: the only key is the step's own.
+        DecodeQkCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, rot_dim: 256, window: 0, cache_len: 64, history: 0, style: RopeStyle::Neox, norm: true },
+    ];
+    let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, disable_subgroups: true, ..Default::default() })];
+    for ctx in &contexts {
+        for case in &cases {
+            check_decode_attention_with_qk_step(ctx, case);
         }
     }
 }

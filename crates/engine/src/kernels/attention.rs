@@ -1,6 +1,10 @@
 use bytemuck::{Pod, Zeroable};
 
-use super::{base_defines, make_dispatch, threads_per_token, workgroups_per_token, KernelError};
+use super::{
+    base_defines,
+    fused_qk::{record_qk_rope_store, QkStep},
+    make_dispatch, threads_per_token, workgroups_per_token, KernelError,
+};
 use crate::gpu::{grid, Define, GpuContext, OpList, Workgroups};
 
 /// One layer's keys and values: [cache_len, n_kv_heads, head_dim], f16 where the adapter has
@@ -70,7 +74,16 @@ struct AttentionParams {
     cache_len: u32,
     window: u32,
     scale: f32,
-    _pad: [u32; 3],
+    rot_dim: u32,
+    max_positions: u32,
+    eps: f32,
+}
+
+impl AttentionParams {
+    /// Without a q/k step in the kernel.
+    fn new(cache: &KvCache, n_heads: u32, window: u32, scale: f32) -> Self {
+        Self { n_heads, n_kv_heads: cache.n_kv_heads, cache_len: cache.cache_len, window, scale, rot_dim: 0, max_positions: 0, eps: 0.0 }
+    }
 }
 
 /// Records causal attention of `queries` [n_tokens, n_heads, head_dim] over the cache into `output`.
@@ -89,7 +102,7 @@ pub fn record_attention(
     scale: f32,
 ) -> Result<(), KernelError> {
     check_heads(cache, n_heads)?;
-    let params = ctx.uniform_buffer(label, &AttentionParams { n_heads, n_kv_heads: cache.n_kv_heads, cache_len: cache.cache_len, window, scale, _pad: [0; 3] });
+    let params = ctx.uniform_buffer(label, &AttentionParams::new(cache, n_heads, window, scale));
     let mut defines = cache.defines();
     defines.push(Define::u32("HEAD_DIM", cache.head_dim));
     let buffers = [queries, &cache.k, &cache.v, output, step, &params];
@@ -133,7 +146,7 @@ fn key_slices(max_keys: u32) -> u32 {
 }
 
 /// Records decode attention (a step of exactly one token) as in `record_attention`, split
-/// over the keys: one workgroup per (head, key slice), then one per head to merge the slices.
+/// over key slices: one workgroup per (head, slice), then one per head merges the slices.
 #[allow(clippy::too_many_arguments)]
 pub fn record_decode_attention(
     ctx: &GpuContext,
@@ -148,24 +161,88 @@ pub fn record_decode_attention(
     scale: f32,
 ) -> Result<(), KernelError> {
     check_heads(cache, n_heads)?;
-    let columns = cache.head_dim / 4;
-    if columns > SPLIT_WORKGROUP_SIZE || !SPLIT_WORKGROUP_SIZE.is_multiple_of(columns) {
+    if !split_fits(cache) {
         // The split kernels give each thread one vec4 column of a head; other head sizes
         // take the general kernel, which handles a single token as well.
         return record_attention(ctx, ops, label, cache, queries, output, step, n_heads, window, scale);
     }
+    record_split_attention(ctx, ops, label, cache, queries, output, step, n_heads, window, scale, None)
+}
+
+/// As `record_qk_rope_store` (labelled `qk_label`) then `record_decode_attention` of the
+/// rotated queries, in one dispatch fewer where the adapter can bind what that takes: the
+/// attention slices do the q/k step themselves (attention.wgsl's ROPE_STORE).
+#[allow(clippy::too_many_arguments)]
+pub fn record_decode_attention_with_qk_step(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    qk_label: &str,
+    label: &str,
+    cache: &KvCache,
+    qk: &QkStep,
+    output: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    n_heads: u32,
+    window: u32,
+    scale: f32,
+) -> Result<(), KernelError> {
+    check_heads(cache, n_heads)?;
+    qk.check("attention", cache.head_dim)?;
+    // q, both caches, the slices' values and stats, step, raw k and v, the table, the norms.
+    let storage_buffers = 9 + if qk.norms.is_some() { 2 } else { 0 };
+    if !split_fits(cache) || storage_buffers > ctx.caps.max_storage_buffers_per_stage {
+        record_qk_rope_store(ctx, ops, qk_label, qk, cache, step, n_heads)?;
+        return record_decode_attention(ctx, ops, label, cache, qk.rows.q, output, step, n_heads, window, scale);
+    }
+    record_split_attention(ctx, ops, label, cache, qk.rows.q, output, step, n_heads, window, scale, Some((qk_label, qk)))
+}
+
+/// Whether the split kernels take heads of this cache: one vec4 column per thread.
+fn split_fits(cache: &KvCache) -> bool {
+    let columns = cache.head_dim / 4;
+    columns <= SPLIT_WORKGROUP_SIZE && SPLIT_WORKGROUP_SIZE.is_multiple_of(columns)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record_split_attention(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    cache: &KvCache,
+    queries: &wgpu::Buffer,
+    output: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    n_heads: u32,
+    window: u32,
+    scale: f32,
+    qk: Option<(&str, &QkStep)>,
+) -> Result<(), KernelError> {
     let max_keys = if window > 0 { window.min(cache.cache_len) } else { cache.cache_len };
     let slices = key_slices(max_keys);
-    let params = ctx.uniform_buffer(label, &AttentionParams { n_heads, n_kv_heads: cache.n_kv_heads, cache_len: cache.cache_len, window, scale, _pad: [0; 3] });
+    let mut params = AttentionParams::new(cache, n_heads, window, scale);
+    if let Some((_, qk)) = qk {
+        (params.rot_dim, params.max_positions, params.eps) = (qk.table.rot_dim, qk.table.max_positions, qk.eps());
+    }
+    let params = ctx.uniform_buffer(label, &params);
     let split_acc = ctx.zeroed_storage(&format!("{label} slice values"), u64::from(n_heads * slices * cache.head_dim) * 4);
     let split_stats = ctx.zeroed_storage(&format!("{label} slice stats"), u64::from(n_heads * slices) * 8);
     let mut defines = cache.defines();
     defines.retain(|d| d.name != "WG");
     defines.extend([Define::u32("WG", SPLIT_WORKGROUP_SIZE), Define::u32("HEAD_DIM", cache.head_dim), Define::u32("N_SPLITS", slices)]);
     let max = ctx.caps.max_workgroups_per_dimension;
-    let partial_defines = [defines.as_slice(), &[Define::flag("SPLIT")]].concat();
-    let partial_buffers = [queries, &cache.k, &cache.v, &split_acc, &split_stats, step, &params];
-    ops.push(make_dispatch(ctx, &format!("{label} slices"), "attention.wgsl", "split_partial", &partial_defines, &partial_buffers, Workgroups::Fixed(grid(n_heads * slices, max)))?);
+    let mut partial_defines = [defines.as_slice(), &[Define::flag("SPLIT")]].concat();
+    let mut partial_buffers = vec![queries, &cache.k, &cache.v, &split_acc, &split_stats, step, &params];
+    let mut slices_label = format!("{label} slices");
+    if let Some((qk_label, qk)) = qk {
+        // One layer prefix, `blk.3.qk_norm_rope_store+attention slices`, so the profiler's
+        // per-layer grouping still works.
+        slices_label = format!("{qk_label}+{}", slices_label.rsplit('.').next().unwrap_or(&slices_label));
+        partial_defines.push(Define::flag("ROPE_STORE"));
+        partial_defines.extend(qk.defines());
+        partial_buffers.extend([qk.rows.k, qk.rows.v]);
+        partial_buffers.extend(qk.table_and_norms());
+    }
+    ops.push(make_dispatch(ctx, &slices_label, "attention.wgsl", "split_partial", &partial_defines, &partial_buffers, Workgroups::Fixed(grid(n_heads * slices, max)))?);
     let merge_defines = [defines.as_slice(), &[Define::flag("MERGE")]].concat();
     ops.push(make_dispatch(ctx, &format!("{label} merge"), "attention.wgsl", "split_combine", &merge_defines, &[&split_acc, &split_stats, output], Workgroups::Fixed(grid(n_heads, max)))?);
     Ok(())

@@ -27,6 +27,7 @@ pub struct QkNorms<'a> {
 }
 
 /// The step's projections and where their rotated keys and values go.
+#[derive(Clone, Copy)]
 pub struct QkvRows<'a> {
     /// [n_tokens, n_heads, head_dim], normed and rotated in place.
     pub q: &'a wgpu::Buffer,
@@ -35,31 +36,63 @@ pub struct QkvRows<'a> {
     pub v: &'a wgpu::Buffer,
 }
 
-/// Records norm (when `norms`) and RoPE of q and k, and stores k and v in `cache` at the
-/// step's positions; the result equals `record_rms_norm` + `record_rope` + `record_kv_store`.
-#[allow(clippy::too_many_arguments)]
-pub fn record_qk_rope_store(
-    ctx: &GpuContext,
-    ops: &mut OpList,
-    label: &str,
-    rows: QkvRows,
-    norms: Option<QkNorms>,
-    table: &RopeTable,
-    style: RopeStyle,
-    cache: &KvCache,
-    step: &wgpu::Buffer,
-    n_heads: u32,
-) -> Result<(), KernelError> {
-    if table.rot_dim > cache.head_dim || !table.rot_dim.is_multiple_of(2) {
-        return Err(KernelError::InvalidShape { kernel: "qk_rope_store", message: format!("rotation over {} of {} dimensions", table.rot_dim, cache.head_dim) });
+/// The q/k step between the projections and attention: the rows, Gemma's per-head norms, and
+/// the RoPE table and pair style.
+#[derive(Clone, Copy)]
+pub struct QkStep<'a> {
+    pub rows: QkvRows<'a>,
+    pub norms: Option<QkNorms<'a>>,
+    pub table: &'a RopeTable,
+    pub style: RopeStyle,
+}
+
+impl QkStep<'_> {
+    /// Errors unless the rotation fits a head of `head_dim`.
+    pub(crate) fn check(&self, kernel: &'static str, head_dim: u32) -> Result<(), KernelError> {
+        if self.table.rot_dim > head_dim || !self.table.rot_dim.is_multiple_of(2) {
+            return Err(KernelError::InvalidShape { kernel, message: format!("rotation over {} of {} dimensions", self.table.rot_dim, head_dim) });
+        }
+        Ok(())
     }
+
+    /// The defines of qk_rope.wgsl for this step.
+    pub(crate) fn defines(&self) -> Vec<Define> {
+        let mut defines = Vec::new();
+        if self.style == RopeStyle::Neox {
+            defines.push(Define::flag("NEOX"));
+        }
+        if self.norms.is_some() {
+            defines.push(Define::flag("QK_NORM"));
+        }
+        defines
+    }
+
+    /// The buffers qk_rope.wgsl reads after the including shader's own: the table, then the
+    /// norm weights (QK_NORM).
+    pub(crate) fn table_and_norms(&self) -> Vec<&wgpu::Buffer> {
+        let mut buffers = vec![&self.table.buffer];
+        if let Some(norms) = &self.norms {
+            buffers.extend([norms.q, norms.k]);
+        }
+        buffers
+    }
+
+    pub(crate) fn eps(&self) -> f32 {
+        self.norms.map_or(0.0, |n| n.eps)
+    }
+}
+
+/// Records norm (when `qk.norms`) and RoPE of q and k, and stores k and v in `cache` at the
+/// step's positions; the result equals `record_rms_norm` + `record_rope` + `record_kv_store`.
+pub fn record_qk_rope_store(ctx: &GpuContext, ops: &mut OpList, label: &str, qk: &QkStep, cache: &KvCache, step: &wgpu::Buffer, n_heads: u32) -> Result<(), KernelError> {
+    qk.check("qk_rope_store", cache.head_dim)?;
     let params = ctx.uniform_buffer(label, &QkParams {
         n_heads,
         n_kv_heads: cache.n_kv_heads,
-        rot_dim: table.rot_dim,
-        max_positions: table.max_positions,
+        rot_dim: qk.table.rot_dim,
+        max_positions: qk.table.max_positions,
         cache_len: cache.cache_len,
-        eps: norms.map_or(0.0, |n| n.eps),
+        eps: qk.eps(),
         _pad: [0; 2],
     });
     let mut defines = base_defines();
@@ -67,14 +100,10 @@ pub fn record_qk_rope_store(
     if cache.f16 {
         defines.push(Define::flag("F16"));
     }
-    if style == RopeStyle::Neox {
-        defines.push(Define::flag("NEOX"));
-    }
-    let mut buffers = vec![rows.q, rows.k, rows.v, &cache.k, &cache.v, &table.buffer, step, &params];
-    if let Some(norms) = norms {
-        defines.push(Define::flag("QK_NORM"));
-        buffers.extend([norms.q, norms.k]);
-    }
+    defines.extend(qk.defines());
+    let rows = qk.rows;
+    let mut buffers = vec![rows.q, rows.k, rows.v, &cache.k, &cache.v, step, &params];
+    buffers.extend(qk.table_and_norms());
     let workgroups = workgroups_per_token(ctx, n_heads + cache.n_kv_heads);
     ops.push(make_dispatch(ctx, label, "fused_qk_rope_store.wgsl", "main", &defines, &buffers, workgroups)?);
     Ok(())

@@ -4,7 +4,8 @@ use super::{config::Architecture, gemma3, llama, ModelConfig, ModelError, ModelW
 use crate::{
     gpu::{GpuContext, GpuMatrix, OpList, StackedMatrix},
     kernels::{
-        attention::{record_attention, record_decode_attention, KvCache},
+        attention::{record_attention, record_decode_attention_with_qk_step, KvCache},
+        fused_qk::{record_qk_rope_store, QkStep, QkvRows},
         elementwise::{record_copy_last_row, record_gated_activation, Activation},
         embedding::record_embedding,
         fused_norm::{record_residual_norm, ResidualRows},
@@ -165,14 +166,23 @@ impl<'a> LayerContext<'a> {
         record_gated_activation(self.ctx, ops, label, &acts.gate, &acts.up, &acts.step, self.config.ffn_hidden, activation)
     }
 
-    /// Attention of `acts.q` over `cache` into `acts.attention`: split over the keys in decode.
-    pub fn attention(&self, ops: &mut OpList, label: &str, cache: &KvCache, window: u32) -> Result<(), KernelError> {
+    /// The q/k step (`qk_label`) on `acts.q`/`k`/`v`, then attention over `cache` into
+    /// `acts.attention`: split over the keys in decode, whose slices also do the q/k step.
+    pub fn attention(&self, ops: &mut OpList, qk_label: &str, label: &str, qk: &QkStep, cache: &KvCache, window: u32) -> Result<(), KernelError> {
         let (acts, config) = (self.acts, self.config);
         let scale = 1.0 / (config.head_dim as f32).sqrt();
         match self.mode {
-            ForwardMode::Decode => record_decode_attention(self.ctx, ops, label, cache, &acts.q, &acts.attention, &acts.step, config.n_heads, window, scale),
-            ForwardMode::Prefill => record_attention(self.ctx, ops, label, cache, &acts.q, &acts.attention, &acts.step, config.n_heads, window, scale),
+            ForwardMode::Decode => record_decode_attention_with_qk_step(self.ctx, ops, qk_label, label, cache, qk, &acts.attention, &acts.step, config.n_heads, window, scale),
+            ForwardMode::Prefill => {
+                record_qk_rope_store(self.ctx, ops, qk_label, qk, cache, &acts.step, config.n_heads)?;
+                record_attention(self.ctx, ops, label, cache, &acts.q, &acts.attention, &acts.step, config.n_heads, window, scale)
+            }
         }
+    }
+
+    /// The step's q/k/v rows in `acts`.
+    pub fn qkv_rows(&self) -> QkvRows<'a> {
+        QkvRows { q: &self.acts.q, k: &self.acts.k, v: &self.acts.v }
     }
 
     /// Closes a block: adds `acts.projection` (post-normed, for Gemma) to the residual stream,

@@ -12,7 +12,7 @@ use crate::{
     kernels::{
         attention::KvCache,
         elementwise::Activation,
-        fused_qk::{record_qk_rope_store, QkNorms, QkvRows},
+        fused_qk::{QkNorms, QkStep},
         rope::{RopeStyle, RopeTable},
         KernelError,
     },
@@ -21,16 +21,15 @@ use crate::{
 /// Records one layer; `acts.normed` holds the attention pre-norm of `acts.hidden` on entry,
 /// and holds `next_norm` of the updated hidden state on exit.
 pub(super) fn record_layer<'a>(lc: &LayerContext<'a>, ops: &mut OpList, index: u32, w: &'a LayerWeights, cache: &KvCache, rope: &RopeTable, next_norm: &'a wgpu::Buffer) -> Result<(), KernelError> {
-    let (ctx, config, acts) = (lc.ctx, lc.config, lc.acts);
+    let (config, acts) = (lc.config, lc.acts);
     let gemma = w.gemma.as_ref().expect("Gemma 3 layers carry their extra norms");
     let name = |what: &str| format!("blk.{index}.{what}");
 
     lc.projections(ops, &w.qkv, &[&acts.q, &acts.k, &acts.v])?;
-    let rows = QkvRows { q: &acts.q, k: &acts.k, v: &acts.v };
     let norms = QkNorms { q: &gemma.q_norm, k: &gemma.k_norm, eps: config.rms_eps };
-    record_qk_rope_store(ctx, ops, &name("qk_norm_rope_store"), rows, Some(norms), rope, RopeStyle::Neox, cache, &acts.step, config.n_heads)?;
+    let qk = QkStep { rows: lc.qkv_rows(), norms: Some(norms), table: rope, style: RopeStyle::Neox };
     let window = if config.is_sliding_layer(index) { config.sliding_window } else { 0 };
-    lc.attention(ops, &name("attention"), cache, window)?;
+    lc.attention(ops, &name("qk_norm_rope_store"), &name("attention"), &qk, cache, window)?;
     lc.linear(ops, &name("attn_output"), &w.o, &acts.attention, &acts.projection)?;
     lc.residual_norm(ops, &name("post_attention_norm+ffn_norm"), LayerEnds { post_norm: Some(&gemma.post_attention_norm), next_norm: &w.ffn_norm })?;
 

@@ -10,7 +10,7 @@ use crate::{
     kernels::{
         attention::KvCache,
         elementwise::Activation,
-        fused_qk::{record_qk_rope_store, QkvRows},
+        fused_qk::QkStep,
         rope::{RopeStyle, RopeTable},
         KernelError,
     },
@@ -19,13 +19,12 @@ use crate::{
 /// Records one layer; `acts.normed` holds the attention pre-norm of `acts.hidden` on entry,
 /// and holds `next_norm` of the updated hidden state on exit.
 pub(super) fn record_layer<'a>(lc: &LayerContext<'a>, ops: &mut OpList, index: u32, w: &'a LayerWeights, cache: &KvCache, rope: &RopeTable, next_norm: &'a wgpu::Buffer) -> Result<(), KernelError> {
-    let (ctx, config, acts) = (lc.ctx, lc.config, lc.acts);
+    let acts = lc.acts;
     let name = |what: &str| format!("blk.{index}.{what}");
 
     lc.projections(ops, &w.qkv, &[&acts.q, &acts.k, &acts.v])?;
-    let rows = QkvRows { q: &acts.q, k: &acts.k, v: &acts.v };
-    record_qk_rope_store(ctx, ops, &name("rope_store"), rows, None, rope, RopeStyle::Interleaved, cache, &acts.step, config.n_heads)?;
-    lc.attention(ops, &name("attention"), cache, 0)?;
+    let qk = QkStep { rows: lc.qkv_rows(), norms: None, table: rope, style: RopeStyle::Interleaved };
+    lc.attention(ops, &name("rope_store"), &name("attention"), &qk, cache, 0)?;
     lc.linear(ops, &name("attn_output"), &w.o, &acts.attention, &acts.projection)?;
     lc.residual_norm(ops, &name("attn_residual+ffn_norm"), LayerEnds { post_norm: None, next_norm: &w.ffn_norm })?;
 
