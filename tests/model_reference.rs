@@ -71,6 +71,11 @@ fn load_model(file: &str) -> Option<Arc<LoadedModel>> {
 const LLAMA_CPP_LOGIT_TOLERANCE: f32 = 1.25;
 /// f32 GPU arithmetic against the exact f64 forward pass.
 const EXACT_LOGIT_TOLERANCE: f64 = 0.03;
+/// The same where prefill matmuls run on cooperative matrices (tensor cores): they round
+/// activations and dequantized weights to f16 (2^-11 relative), as f16 tensor-core GEMMs do in
+/// the field. Measured on an H100: 0.032 (SmolLM2) and 0.010 (Gemma 3), against 0.008 and
+/// 0.003 there with f32 FMAs (bench/results/2026-11-22-h100-model-reference.txt).
+const COOPERATIVE_MATRIX_EXACT_LOGIT_TOLERANCE: f64 = 0.1;
 /// Top-2 gap (logits) under which the order of two tokens is within llama.cpp's rounding noise.
 const NEAR_TIE: f32 = 0.5;
 
@@ -94,6 +99,8 @@ fn load_exact(name: &str) -> ExactReference {
 /// top-10 logit within its rounding noise) and against the exact forward pass (tight).
 fn check_first_step(model: &Arc<LoadedModel>, reference: &Reference, exact: &ExactReference) {
     let mut session = model.new_session().unwrap();
+    let exact_tolerance = if engine().gpu().caps.cooperative_matrix { COOPERATIVE_MATRIX_EXACT_LOGIT_TOLERANCE } else { EXACT_LOGIT_TOLERANCE };
+    let mut worst_exact = 0.0f64;
     for (case, exact_case) in reference.cases.iter().zip(&exact.cases) {
         assert_eq!(case.prompt_tokens, exact_case.prompt_tokens, "reference files disagree on the prompt");
         let logits = session.logits_after(&case.prompt_tokens).unwrap();
@@ -107,9 +114,11 @@ fn check_first_step(model: &Arc<LoadedModel>, reference: &Reference, exact: &Exa
         }
         for &(token, expected) in &exact_case.top10 {
             let actual = f64::from(logits[token as usize]);
-            assert!((actual - expected).abs() <= EXACT_LOGIT_TOLERANCE, "{:?}: logit of token {token} is {actual}, the exact forward pass has {expected}", case.prompt);
+            worst_exact = worst_exact.max((actual - expected).abs());
+            assert!((actual - expected).abs() <= exact_tolerance, "{:?}: logit of token {token} is {actual}, the exact forward pass has {expected}", case.prompt);
         }
     }
+    eprintln!("first-step logits within {worst_exact:.4} of the exact forward pass (tolerance {exact_tolerance})");
 }
 
 /// Greedy decoding: identical tokens, except that a divergence where our logits for the two
