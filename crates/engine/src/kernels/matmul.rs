@@ -52,25 +52,26 @@ fn parts_per_block(ty: GgmlType) -> u32 {
     kernel_block_len(ty) / 16
 }
 
-/// Weight rows and tokens per workgroup of the tiled matmul, the K step of its tiles and its
-/// threads.
+/// Weight rows and tokens per workgroup of the tiled matmul, the K step of its tiles, its
+/// threads, and whether it multiplies on cooperative matrices.
 #[derive(Debug, Clone, Copy)]
 struct TileShape {
     rows: u32,
     tokens: u32,
     k: u32,
     threads: u32,
+    cooperative_matrix: bool,
 }
 
 /// On f32 FMAs every thread computes 4 rows × 4 tokens and the two tiles fill 16 KiB of
 /// shared memory (the WebGPU minimum); 64 × 64 was the fastest of the shapes tried on an H100.
-const FMA_TILE: TileShape = TileShape { rows: 64, tokens: 64, k: 32, threads: (64 / 4) * (64 / 4) };
+const FMA_TILE: TileShape = TileShape { rows: 64, tokens: 64, k: 32, threads: (64 / 4) * (64 / 4), cooperative_matrix: false };
 
 /// On cooperative matrices every subgroup of 32 threads computes a 32 × 32 block. Measured on
 /// an H100 (1B pp512): 128 × 128 tiles 15,081 tok/s, 64 × 128 14,400, 128 × 64 13,863,
 /// 64 × 64 10,976 (f32 FMAs: 8,082); a K step of 64 was slower than 32.
 fn cooperative_tile(rows: u32, tokens: u32) -> TileShape {
-    TileShape { rows, tokens, k: 32, threads: 32 * (rows / 32) * (tokens / 32) }
+    TileShape { rows, tokens, k: 32, threads: 32 * (rows / 32) * (tokens / 32), cooperative_matrix: true }
 }
 
 /// Shared memory the cooperative variant declares: both f16 tiles (rows padded by 8 values)
@@ -118,7 +119,12 @@ pub(crate) fn weight_type_define(kernel: &'static str, w: &GpuMatrix) -> Result<
             message: format!("'{}': rows of {} {} values (need a positive multiple of {block_len})", w.name, w.row_len, ty.name()),
         });
     }
-    Ok(Define::flag(&format!("TYPE_{}", ty.name())))
+    Ok(type_define(ty))
+}
+
+/// The `TYPE_*` define selecting `ty`'s section of `quant_formats.wgsl`.
+fn type_define(ty: GgmlType) -> Define {
+    Define::flag(&format!("TYPE_{}", ty.name()))
 }
 
 /// Errors unless `buffer` holds `floats` f32 values.
@@ -393,8 +399,8 @@ struct MatmulParams {
     _pad: u32,
 }
 
-/// The defines of matmul_tiled.wgsl for one weight type, on f32 FMAs or cooperative matrices.
-fn tiled_defines(weight_type: Define, tile: TileShape, cooperative_matrix: bool) -> Vec<Define> {
+/// The defines of matmul_tiled.wgsl for one weight type and tile.
+fn tiled_defines(weight_type: Define, tile: TileShape) -> Vec<Define> {
     let mut defines = vec![
         weight_type,
         Define::u32("TILE_ROWS", tile.rows),
@@ -402,7 +408,7 @@ fn tiled_defines(weight_type: Define, tile: TileShape, cooperative_matrix: bool)
         Define::u32("TILE_K", tile.k),
         Define::u32("WG", tile.threads),
     ];
-    if cooperative_matrix {
+    if tile.cooperative_matrix {
         defines.extend([Define::flag("F16"), Define::flag("COOPERATIVE_MATRIX")]);
     }
     defines
@@ -456,7 +462,7 @@ pub fn record_matmul_rows(
         return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("'{}': rows {rows:?} of {}", w.name, w.rows) });
     }
     let tile = tile_shape(&ctx.caps);
-    let defines = tiled_defines(weight_type_define(KERNEL, w)?, tile, ctx.caps.cooperative_matrix);
+    let defines = tiled_defines(weight_type_define(KERNEL, w)?, tile);
     let out_stride = rows.len() as u32;
     check_buffer(KERNEL, "input", input, u64::from(max_tokens) * u64::from(w.row_len))?;
     check_buffer(KERNEL, "output", output, u64::from(max_tokens) * u64::from(out_stride))?;
@@ -511,7 +517,7 @@ mod cooperative_matrix_tests {
     #[test]
     fn cooperative_matrix_variant_translates_to_spirv_for_every_type() {
         for (ty, tile) in SUPPORTED_TYPES.into_iter().flat_map(|ty| [(ty, cooperative_tile(128, 128)), (ty, cooperative_tile(64, 64))]) {
-            let source = expand("matmul_tiled.wgsl", &tiled_defines(Define::flag(&format!("TYPE_{}", ty.name())), tile, true)).unwrap();
+            let source = expand("matmul_tiled.wgsl", &tiled_defines(type_define(ty), tile)).unwrap();
             assert!(source.starts_with("enable f16;\nenable wgpu_cooperative_matrix;\n"));
             let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}: {}", ty.name(), e.emit_to_string(&source)));
             let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
