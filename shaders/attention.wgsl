@@ -430,6 +430,43 @@ fn store_new_key(lid: u32, kv_head: u32, pos: u32) {
 // Workgroup (head, slice) for the step's single token; an empty slice leaves sum 0. Scores
 // are one key per thread; for the values, thread (group g, column c) sums keys g, g + GROUPS,
 // … of vec4 column c, which keeps each thread's chain of dependent loads short.
+// The score of key tile + lid for lid < keys_in_tile (NO_SCORE for the others). A decode
+// slice often holds only a few keys: one thread walking a key's whole row would chain
+// HEAD_DIM / 4 loads, so each key gets the most threads the tile leaves it (a power of two
+// up to a thread per vector), which read neighbouring vectors and sum them in `probs`.
+fn tile_score(lid: u32, tile: u32, keys_in_tile: u32, kv_stride: u32, kv_base: u32) -> f32 {
+    var per_key = 1u;
+    while (per_key < COLUMNS && keys_in_tile * per_key * 2u <= WG) {
+        per_key *= 2u;
+    }
+    let key = lid / per_key;
+    let part = lid % per_key;
+    var partial = 0.0;
+    if (key < keys_in_tile) {
+        let k_base = ((tile + key) % params.cache_len) * kv_stride + kv_base;
+        var dot4 = vec4<f32>(0.0);
+        for (var d = part; d < COLUMNS; d += per_key) {
+            dot4 += q_shared[d] * vec4<f32>(k_cache[k_base + d]);
+        }
+        partial = dot4.x + dot4.y + dot4.z + dot4.w;
+    }
+    probs[lid] = partial;
+    workgroupBarrier();
+    for (var stride = per_key / 2u; stride > 0u; stride >>= 1u) {
+        if (part < stride) {
+            probs[lid] += probs[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    var score = NO_SCORE;
+    if (lid < keys_in_tile) {
+        score = probs[lid * per_key];
+    }
+    // `probs` is written again once every thread has its score.
+    workgroupBarrier();
+    return score;
+}
+
 @compute @workgroup_size(WG)
 fn split_partial(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -461,15 +498,8 @@ fn split_partial(
     var acc = vec4<f32>(0.0);
     for (var tile = slice_first; tile < slice_end; tile += WG) {
         let key_pos = tile + lid;
-        var score = NO_SCORE;
-        if (key_pos < slice_end) {
-            let k_base = (key_pos % params.cache_len) * kv_stride + kv_base;
-            var dot4 = vec4<f32>(0.0);
-            for (var d = 0u; d < COLUMNS; d++) {
-                dot4 += q_shared[d] * vec4<f32>(k_cache[k_base + d]);
-            }
-            score = dot4.x + dot4.y + dot4.z + dot4.w;
-        }
+        let keys_in_tile = min(WG, slice_end - tile);
+        let score = tile_score(lid, tile, keys_in_tile, kv_stride, kv_base);
         let new_max = max(running_max, workgroup_max(lid, score));
         var p = 0.0;
         if (key_pos < slice_end) {
@@ -481,7 +511,6 @@ fn split_partial(
         running_sum = running_sum * correction + tile_sum;
         running_max = new_max;
         acc *= correction;
-        let keys_in_tile = min(WG, slice_end - tile);
         for (var j = group; j < keys_in_tile; j += GROUPS) {
             acc += probs[j] * vec4<f32>(v_cache[((tile + j) % params.cache_len) * kv_stride + kv_base + column]);
         }

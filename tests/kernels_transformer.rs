@@ -513,29 +513,34 @@ fn decode_attention_with_qk_step_matches_qk_step_then_attention() {
     }
 }
 
+/// Rows of fewer values than threads, about a thread per 4 values (Gemma 3 1B), and more
+/// than 4 per thread (each thread then loops).
 #[test]
 fn fused_residual_norm_matches_add_then_norm() {
     let ctx = gpu(GpuOptions::default());
-    let (dim, n_tokens, eps) = (1000usize, 3u32, 1e-6f32);
-    let count = dim * n_tokens as usize;
-    let block_out: Vec<f32> = values(count, 40).iter().map(|v| v * 5.0).collect();
-    let hidden = values(count, 41);
-    let post_w = values(dim, 42);
-    let next_w = values(dim, 43);
-    let step = step_buffer(&ctx, 0, n_tokens);
-    for post in [false, true] {
-        let (x_buf, h_buf) = (f32_buffer(&ctx, &block_out), f32_buffer(&ctx, &hidden));
-        let (post_buf, next_buf) = (f32_buffer(&ctx, &post_w), f32_buffer(&ctx, &next_w));
-        let normed = ctx.zeroed_storage("normed", (count * 4) as u64);
-        let mut ops = OpList::new();
-        let rows = ResidualRows { block_out: &x_buf, hidden: &h_buf, normed: &normed };
-        record_residual_norm(&ctx, &mut ops, "residual", rows, post.then_some(&post_buf), &next_buf, &step, dim as u32, eps).unwrap();
-        run(&ctx, &ops, n_tokens);
-        let added: Vec<f64> = if post { rms_norm_reference(&block_out, &post_w, dim, eps) } else { block_out.iter().map(|&v| v as f64).collect() };
-        let new_hidden: Vec<f64> = added.iter().zip(&hidden).map(|(a, &h)| a + h as f64).collect();
-        let as_f32: Vec<f32> = new_hidden.iter().map(|&v| v as f32).collect();
-        let expected_normed = rms_norm_reference(&as_f32, &next_w, dim, eps);
-        assert_close(&format!("hidden (post norm {post})"), &ctx.read_f32(&h_buf, count).unwrap(), &new_hidden, 1e-5, 1e-5);
-        assert_close(&format!("normed (post norm {post})"), &ctx.read_f32(&normed, count).unwrap(), &expected_normed, 1e-5, 1e-5);
+    for dim in [1000usize, 1152, 8200] {
+        let (n_tokens, eps) = (3u32, 1e-6f32);
+        let count = dim * n_tokens as usize;
+        let block_out: Vec<f32> = values(count, 40).iter().map(|v| v * 5.0).collect();
+        let hidden = values(count, 41);
+        let post_w = values(dim, 42);
+        let next_w = values(dim, 43);
+        let step = step_buffer(&ctx, 0, n_tokens);
+        for post in [false, true] {
+            let (x_buf, h_buf) = (f32_buffer(&ctx, &block_out), f32_buffer(&ctx, &hidden));
+            let (post_buf, next_buf) = (f32_buffer(&ctx, &post_w), f32_buffer(&ctx, &next_w));
+            let normed = ctx.zeroed_storage("normed", (count * 4) as u64);
+            let mut ops = OpList::new();
+            let rows = ResidualRows { block_out: &x_buf, hidden: &h_buf, normed: &normed };
+            record_residual_norm(&ctx, &mut ops, "residual", rows, post.then_some(&post_buf), &next_buf, &step, dim as u32, eps).unwrap();
+            run(&ctx, &ops, n_tokens);
+            let added: Vec<f64> = if post { rms_norm_reference(&block_out, &post_w, dim, eps) } else { block_out.iter().map(|&v| v as f64).collect() };
+            let new_hidden: Vec<f64> = added.iter().zip(&hidden).map(|(a, &h)| a + h as f64).collect();
+            let as_f32: Vec<f32> = new_hidden.iter().map(|&v| v as f32).collect();
+            let expected_normed = rms_norm_reference(&as_f32, &next_w, dim, eps);
+            let label = format!("dim {dim}, post norm {post}");
+            assert_close(&format!("hidden ({label})"), &ctx.read_f32(&h_buf, count).unwrap(), &new_hidden, 1e-5, 1e-5);
+            assert_close(&format!("normed ({label})"), &ctx.read_f32(&normed, count).unwrap(), &expected_normed, 1e-5, 1e-5);
+        }
     }
 }

@@ -7,13 +7,16 @@ use bytemuck::{Pod, Zeroable};
 use super::{make_dispatch, workgroups_per_token, KernelError};
 use crate::gpu::{Define, GpuContext, OpList};
 
-/// Threads per workgroup: one workgroup covers a whole hidden row of 640 to 2048+ values.
-const WORKGROUP_SIZE: u32 = 256;
+/// Threads per workgroup: a power of two at or above a thread per vector of 4 values, so a
+/// row takes one round of loads (rows of up to 4096 values on adapters with 1024 threads).
+fn workgroup_size(ctx: &GpuContext, dim: u32) -> u32 {
+    (dim / 4).next_power_of_two().clamp(64, ctx.caps.max_workgroup_invocations.min(1024))
+}
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct ResidualNormParams {
-    dim: u32,
+    dim_vec4s: u32,
     eps: f32,
     _pad: [u32; 2],
 }
@@ -42,8 +45,11 @@ pub fn record_residual_norm(
     dim: u32,
     eps: f32,
 ) -> Result<(), KernelError> {
-    let params = ctx.uniform_buffer(label, &ResidualNormParams { dim, eps, _pad: [0; 2] });
-    let mut defines = vec![Define::u32("WG", WORKGROUP_SIZE)];
+    if !dim.is_multiple_of(4) {
+        return Err(KernelError::InvalidShape { kernel: "residual norm", message: format!("rows of {dim} values (need a multiple of 4)") });
+    }
+    let params = ctx.uniform_buffer(label, &ResidualNormParams { dim_vec4s: dim / 4, eps, _pad: [0; 2] });
+    let mut defines = vec![Define::u32("WG", workgroup_size(ctx, dim))];
     let mut buffers = vec![rows.block_out, rows.hidden, next_norm, rows.normed, step, &params];
     if let Some(post_norm) = post_norm {
         defines.push(Define::flag("POST_NORM"));

@@ -33,13 +33,17 @@ pub const SUPPORTED_TYPES: [GgmlType; 11] = [
 
 /// Threads and rows (1, 2 or 4, at most `max_rows`) of a matrix-vector workgroup over `w`:
 /// its threads split the blocks of its rows between them, each reusing its slice of x for all
-/// rows. Measured on an H100: 128 threads once a row has 128 parts or more (64 leaves none
-/// idle on short rows), and fewer rows per workgroup for small matrices so they still spread
-/// over every SM.
-fn matvec_shape(w: &GpuMatrix, max_rows: u32) -> (u32, u32) {
+/// rows. Measured on an H100 (`benches/decode_matvec.rs`): 128 threads once a row has more
+/// than 64 parts, even where some then idle (Gemma 3 1B's gate and up: 15.7 µs against 19.4
+/// with 64 threads, two rounds for some); fewer rows per workgroup for small matrices so they
+/// still spread over every SM, except where each workgroup normalizes a long input (over
+/// 1,024 values) itself: there four rows share one norm (1B q, k, v: 10.0 µs against 11.7
+/// with one; the 270M's, 640 values wide, are faster with one).
+fn matvec_shape(w: &GpuMatrix, max_rows: u32, normed_input: bool) -> (u32, u32) {
     let parts_per_row = w.row_len / kernel_block_len(w.ggml_type) * parts_per_block(w.ggml_type);
-    let threads = if parts_per_row >= 128 { 128 } else { 64 };
+    let threads = if parts_per_row > 64 { 128 } else { 64 };
     let rows_per_workgroup = match w.rows {
+        1024.. if normed_input && w.row_len > 1024 => 4,
         4096.. => 4,
         2048.. => 2,
         _ => 1,
@@ -213,7 +217,7 @@ const MAX_NORMED_INPUT_WORKGROUPS: u32 = 2048;
 pub fn normed_input_pays(ctx: &GpuContext, stack: &StackedMatrix, gated: bool) -> bool {
     let w = &stack.matrix;
     let (output_rows, max_rows) = if gated { (stack.parts[0].rows, GATED_MAX_ROWS) } else { (w.rows, 4) };
-    let workgroups = output_rows.div_ceil(matvec_shape(w, max_rows).1);
+    let workgroups = output_rows.div_ceil(matvec_shape(w, max_rows, true).1);
     normed_input_fits(ctx, w.row_len) && workgroups <= MAX_NORMED_INPUT_WORKGROUPS
 }
 
@@ -237,7 +241,7 @@ fn matvec_dispatch(
     outputs: &[&wgpu::Buffer],
 ) -> Result<(), KernelError> {
     let type_define = weight_type_define("matvec", w)?;
-    let (threads, rows_per_workgroup) = matvec_shape(w, max_rows_per_workgroup);
+    let (threads, rows_per_workgroup) = matvec_shape(w, max_rows_per_workgroup, matches!(input, MatvecInput::Normed(_)));
     let mut defines = vec![type_define, Define::u32("WG", threads), Define::u32("ROWS", rows_per_workgroup)];
     if ctx.caps.subgroups {
         defines.push(Define::flag("SUBGROUPS"));
