@@ -13,8 +13,9 @@
 // NORMED_INPUT (decode): the RMSNorm that makes the input runs in every workgroup instead of
 // in a dispatch of its own, into shared memory: x' = rmsnorm(h)·norm_w, where h is x itself,
 // or with RESIDUAL the residual stream after the block output x is added to it:
-// h = stream_in + x (POST_NORM: + rmsnorm(x)·post_w, Gemma). Workgroup 0 writes h to
-// stream_out. Every workgroup reads the same few KiB, so they come from cache; what it saves
+// h = stream_in + x (POST_NORM: + rmsnorm(x)·post_w, Gemma). With STREAM_OUT, workgroup 0
+// writes h to stream_out; of several products that fold in one norm only the first does,
+// so the others share no written buffer with it and need no barrier after it. Every workgroup reads the same few KiB, so they come from cache; what it saves
 // is a dispatch, which costs more than the weights of a small matrix take to read.
 
 struct Params {
@@ -48,7 +49,9 @@ struct Params {
 @group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;
 #ifdef RESIDUAL
 @group(0) @binding(7) var<storage, read> stream_in: array<vec4<f32>>;
+#ifdef STREAM_OUT
 @group(0) @binding(8) var<storage, read_write> stream_out: array<vec4<f32>>;
+#endif
 #endif
 #ifdef POST_NORM
 @group(0) @binding(9) var<storage, read> post_w: array<vec4<f32>>;
@@ -127,9 +130,11 @@ fn normalize_input(ids: Ids, writes_stream: bool) -> f32 {
 #else
         let h = stream_in[i] + x[i];
 #endif
+#ifdef STREAM_OUT
         if (writes_stream) {
             stream_out[i] = h;
         }
+#endif
 #else
         let h = x[i];
 #endif

@@ -444,7 +444,7 @@ impl NormedCase {
     }
 
     fn matvec_input(&self, case: NormCase) -> MatvecInput<'_> {
-        let residual = |post_norm| Some(ResidualStream { stream_in: &self.stream_in, stream_out: &self.stream_out, post_norm });
+        let residual = |post_norm| Some(ResidualStream { stream_in: &self.stream_in, stream_out: Some(&self.stream_out), post_norm });
         let residual = match case {
             NormCase::OfVector => None,
             NormCase::AfterResidual => residual(None),
@@ -503,13 +503,33 @@ fn normed_input_matvec_matches_norm_then_matvec() {
     normed_matvec_every_case(&without_subgroups());
 }
 
+/// A product that folds in a norm another product writes the stream for (`stream_out`
+/// None) computes the same rows and leaves the stream alone.
+#[test]
+fn normed_input_without_stream_out_leaves_the_stream() {
+    let ctx = gpu(GpuOptions::default());
+    let (ty, row_len) = (GgmlType::Q5_0, 1152);
+    let (parts, stacked) = stack(&ctx, ty, row_len, &[256], 17);
+    let case = NormCase::AfterPostNormedResidual;
+    let normed = NormedCase::new(&ctx, case, row_len);
+    let output = f32_buffer(&ctx, &[0.0; 256]);
+    let MatvecInput::Normed(mut input) = normed.matvec_input(case) else { unreachable!("a normed case") };
+    input.residual.as_mut().expect("a residual case").stream_out = None;
+    let mut ops = OpList::new();
+    record_stacked_matvec(&ctx, &mut ops, "normed, stream written elsewhere", &stacked, MatvecInput::Normed(input), &[&output]).unwrap();
+    run(&ctx, &ops, 1);
+    let expected: Vec<_> = (0..parts[0].rows).map(|r| parts[0].dot(r, &normed.input)).collect();
+    compare("normed without stream out", &ctx.read_f32(&output, 256).unwrap(), &expected).unwrap();
+    normed.check_stream(&ctx, "normed without stream out", NormCase::OfVector);
+}
+
 #[test]
 fn normed_input_that_reads_and_writes_one_stream_buffer_is_an_error() {
     let ctx = gpu(GpuOptions::default());
     let (_, stacked) = stack(&ctx, GgmlType::Q8_0, 640, &[64], 3);
     let normed = NormedCase::new(&ctx, NormCase::AfterResidual, 640);
     let output = f32_buffer(&ctx, &[0.0; 64]);
-    let input = MatvecInput::Normed(NormedInput { source: &normed.source, norm: &normed.norm, residual: Some(ResidualStream { stream_in: &normed.stream_in, stream_out: &normed.stream_in, post_norm: None }), eps: 1e-6 });
+    let input = MatvecInput::Normed(NormedInput { source: &normed.source, norm: &normed.norm, residual: Some(ResidualStream { stream_in: &normed.stream_in, stream_out: Some(&normed.stream_in), post_norm: None }), eps: 1e-6 });
     assert!(record_stacked_matvec(&ctx, &mut OpList::new(), "aliased", &stacked, input, &[&output]).is_err());
 }
 

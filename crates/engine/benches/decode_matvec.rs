@@ -107,7 +107,7 @@ impl Vectors {
     }
 
     fn normed(&self) -> MatvecInput<'_> {
-        let residual = Some(ResidualStream { stream_in: &self.stream_in, stream_out: &self.stream_out, post_norm: Some(&self.norm) });
+        let residual = Some(ResidualStream { stream_in: &self.stream_in, stream_out: Some(&self.stream_out), post_norm: Some(&self.norm) });
         MatvecInput::Normed(NormedInput { source: &self.input, norm: &self.norm, residual, eps: 1e-6 })
     }
 }

@@ -193,8 +193,9 @@ pub struct NormedInput<'a> {
 #[derive(Clone, Copy)]
 pub struct ResidualStream<'a> {
     pub stream_in: &'a wgpu::Buffer,
-    /// Another buffer than `stream_in`: other workgroups still read that one.
-    pub stream_out: &'a wgpu::Buffer,
+    /// Another buffer than `stream_in` (other workgroups still read that one), or None where
+    /// another product folding in the same norm writes the stream.
+    pub stream_out: Option<&'a wgpu::Buffer>,
     pub post_norm: Option<&'a wgpu::Buffer>,
 }
 
@@ -263,7 +264,11 @@ fn matvec_dispatch(
         bound.push((6, normed.norm));
         if let Some(residual) = normed.residual {
             defines.push(Define::flag("RESIDUAL"));
-            bound.extend([(7, residual.stream_in), (8, residual.stream_out)]);
+            bound.push((7, residual.stream_in));
+            if let Some(stream_out) = residual.stream_out {
+                defines.push(Define::flag("STREAM_OUT"));
+                bound.push((8, stream_out));
+            }
             if let Some(post_norm) = residual.post_norm {
                 defines.push(Define::flag("POST_NORM"));
                 bound.push((9, post_norm));
@@ -290,12 +295,14 @@ fn check_input(kernel: &'static str, ctx: &GpuContext, w: &GpuMatrix, input: Mat
             check_buffer(kernel, "norm", normed.norm, floats)?;
             if let Some(residual) = normed.residual {
                 check_buffer(kernel, "residual stream", residual.stream_in, floats)?;
-                check_buffer(kernel, "residual stream", residual.stream_out, floats)?;
                 if let Some(post_norm) = residual.post_norm {
                     check_buffer(kernel, "post-norm", post_norm, floats)?;
                 }
-                if residual.stream_in == residual.stream_out {
-                    return Err(KernelError::InvalidShape { kernel, message: format!("'{}': the residual stream is read and written in one buffer", w.name) });
+                if let Some(stream_out) = residual.stream_out {
+                    check_buffer(kernel, "residual stream", stream_out, floats)?;
+                    if residual.stream_in == stream_out {
+                        return Err(KernelError::InvalidShape { kernel, message: format!("'{}': the residual stream is read and written in one buffer", w.name) });
+                    }
                 }
             }
             Ok(())

@@ -127,12 +127,18 @@ impl<'a> LayerContext<'a> {
         let (ctx, acts) = (self.ctx, self.acts);
         let fused = self.take_fusable_norm(ops, stacks, false)?;
         let mut outputs = outputs.iter().copied();
-        for stack in stacks {
+        for (index, stack) in stacks.iter().enumerate() {
             let stack_outputs: Vec<&wgpu::Buffer> = outputs.by_ref().take(stack.parts.len()).collect();
             match (self.mode, &fused) {
                 (ForwardMode::Decode, Some(norm)) => {
                     let label = fused_label(&norm.label, stack);
-                    record_stacked_matvec(ctx, ops, &label, stack, MatvecInput::Normed(self.normed_input(norm)), &stack_outputs)?
+                    let mut input = self.normed_input(norm);
+                    // The first stack writes the stream; the others then share no written
+                    // buffer with it, so the GPU may run them without a barrier between.
+                    if let (Some(residual), true) = (&mut input.residual, index > 0) {
+                        residual.stream_out = None;
+                    }
+                    record_stacked_matvec(ctx, ops, &label, stack, MatvecInput::Normed(input), &stack_outputs)?
                 }
                 (ForwardMode::Decode, None) => record_stacked_matvec(ctx, ops, &stack_label(stack), stack, MatvecInput::Vector(&acts.normed), &stack_outputs)?,
                 (ForwardMode::Prefill, _) => {
@@ -247,7 +253,7 @@ impl<'a> LayerContext<'a> {
         let (stream_in, stream_out) = self.stream_buffers();
         let eps = self.config.rms_eps;
         match norm.block_out {
-            Some(block_out) => NormedInput { source: block_out, norm: norm.norm, residual: Some(ResidualStream { stream_in, stream_out, post_norm: norm.post_norm }), eps },
+            Some(block_out) => NormedInput { source: block_out, norm: norm.norm, residual: Some(ResidualStream { stream_in, stream_out: Some(stream_out), post_norm: norm.post_norm }), eps },
             None => NormedInput { source: stream_in, norm: norm.norm, residual: None, eps },
         }
     }
