@@ -404,26 +404,24 @@ fn rotated4(column: u32, scale: f32, is_query: bool, cs_base: u32) -> vec4<f32> 
     return vec4<f32>(rotated(d, scale, is_query, cs_base), rotated(d + 1u, scale, is_query, cs_base), rotated(d + 2u, scale, is_query, cs_base), rotated(d + 3u, scale, is_query, cs_base));
 }
 
-// As load_query, for the raw query of `head` at position `pos`: normed and rotated first.
-fn load_rotated_query(lid: u32, head: u32, pos: u32) {
-    let scale = load_row(lid, true, head * HEAD_DIM);
-    for (var column = lid; column < COLUMNS; column += WG) {
-        q_shared[column] = rotated4(column, scale, true, rope_base(pos)) * params.scale;
-    }
-    workgroupBarrier();
-}
-
-// Rotates the step's key of `kv_head` into the cache at `pos`, with its value, visible to the
-// workgroup afterwards. Every thread calls it.
-fn store_new_key(lid: u32, kv_head: u32, pos: u32) {
-    let scale = load_row(lid, false, kv_head * HEAD_DIM);
+// As load_query, for the raw query of `head` at position `pos`, normed and rotated first;
+// with stores_key (uniform over the workgroup) also rotates the step's key of `kv_head` into
+// the cache at `pos`, with its value, visible to the workgroup afterwards. Both raw rows are
+// read in one round of loads. Every thread calls it.
+fn load_rotated_query(lid: u32, head: u32, kv_head: u32, pos: u32, stores_key: bool) {
+    let scales = load_rows(lid, head * HEAD_DIM, kv_head * HEAD_DIM, true, stores_key);
+    let cs_base = rope_base(pos);
     let slot = ((pos % params.cache_len) * params.n_kv_heads + kv_head) * COLUMNS;
     for (var column = lid; column < COLUMNS; column += WG) {
-        k_cache[slot + column] = vec4<kv_t>(rotated4(column, scale, false, rope_base(pos)));
-        let d = kv_head * HEAD_DIM + 4u * column;
-        v_cache[slot + column] = vec4<kv_t>(vec4<f32>(v[d], v[d + 1u], v[d + 2u], v[d + 3u]));
+        q_shared[column] = rotated4(column, scales.x, true, cs_base) * params.scale;
+        if (stores_key) {
+            k_cache[slot + column] = vec4<kv_t>(rotated4(column, scales.y, false, cs_base));
+            let d = kv_head * HEAD_DIM + 4u * column;
+            v_cache[slot + column] = vec4<kv_t>(vec4<f32>(v[d], v[d + 1u], v[d + 2u], v[d + 3u]));
+        }
     }
     storageBarrier();
+    workgroupBarrier();
 }
 #endif
 
@@ -481,10 +479,7 @@ fn split_partial(
     let slice_end = min(slice_first + keys_per_slice, q_pos + 1u);
     let kv_head = head / (params.n_heads / params.n_kv_heads);
 #ifdef ROPE_STORE
-    load_rotated_query(lid, head, q_pos);
-    if (slice_end == q_pos + 1u && slice_first < slice_end) {
-        store_new_key(lid, kv_head, q_pos);
-    }
+    load_rotated_query(lid, head, kv_head, q_pos, slice_end == q_pos + 1u && slice_first < slice_end);
 #else
     load_query(lid, head * HEAD_DIM);
 #endif

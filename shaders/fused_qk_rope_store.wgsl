@@ -55,7 +55,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let q_base = (token * params.n_heads + head) * HEAD_DIM;
     let kv_base = (token * params.n_kv_heads + kv_head) * HEAD_DIM;
 
-    let scale = load_row(lid, is_query, select(kv_base, q_base, is_query));
+    let scales = load_rows(lid, q_base, kv_base, is_query, !is_query);
+    let scale = select(scales.y, scales.x, is_query);
 
     let pos = step.pos + token;
     let cs_base = rope_base(pos);

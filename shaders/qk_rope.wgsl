@@ -5,27 +5,33 @@
 // style, and workgroup_reduce.wgsl. The math and its order match the separate rmsnorm and rope
 // kernels.
 
-var<workgroup> row: array<f32, HEAD_DIM>;
+// The staged q row (elements 0..HEAD_DIM) and k row (HEAD_DIM..2·HEAD_DIM).
+var<workgroup> rows: array<f32, 2u * HEAD_DIM>;
 
-// Stages q (is_query) or k from element `base` in `row` and returns its norm scale (1 without
-// QK_NORM). Every thread calls it; afterwards all of `row` is visible to all of them.
-fn load_row(lid: u32, is_query: bool, base: u32) -> f32 {
-    var sum = 0.0;
+// Stages q from element q_base (with_query) and k from k_base (with_key) in `rows` and returns
+// their norm scales (1 without QK_NORM). Both rows are read in one round of loads, so a
+// workgroup that needs both waits for memory once. Every thread calls it; afterwards all of
+// `rows` is visible to all of them.
+fn load_rows(lid: u32, q_base: u32, k_base: u32, with_query: bool, with_key: bool) -> vec2<f32> {
+    var sums = vec2<f32>(0.0);
     for (var d = lid; d < HEAD_DIM; d += WG) {
-        var x: f32;
-        if (is_query) {
-            x = q[base + d];
-        } else {
-            x = k[base + d];
+        if (with_query) {
+            let x = q[q_base + d];
+            rows[d] = x;
+            sums.x += x * x;
         }
-        row[d] = x;
-        sum += x * x;
+        if (with_key) {
+            let x = k[k_base + d];
+            rows[HEAD_DIM + d] = x;
+            sums.y += x * x;
+        }
     }
 #ifdef QK_NORM
-    return inverseSqrt(workgroup_sum(lid, sum) / f32(HEAD_DIM) + params.eps);
+    let q_scale = inverseSqrt(workgroup_sum(lid, sums.x) / f32(HEAD_DIM) + params.eps);
+    return vec2<f32>(q_scale, inverseSqrt(workgroup_sum(lid, sums.y) / f32(HEAD_DIM) + params.eps));
 #else
     workgroupBarrier();
-    return 1.0;
+    return vec2<f32>(1.0);
 #endif
 }
 
@@ -34,15 +40,15 @@ fn rope_base(pos: u32) -> u32 {
     return min(pos, params.max_positions - 1u) * (params.rot_dim / 2u);
 }
 
-// Element d of the row after the norm (when QK_NORM), before rotation.
+// Element d of the q or k row after the norm (when QK_NORM), before rotation.
 fn normed(d: u32, scale: f32, is_query: bool) -> f32 {
 #ifdef QK_NORM
     if (is_query) {
-        return row[d] * scale * q_norm[d];
+        return rows[d] * scale * q_norm[d];
     }
-    return row[d] * scale * k_norm[d];
+    return rows[HEAD_DIM + d] * scale * k_norm[d];
 #else
-    return row[d];
+    return rows[select(HEAD_DIM, 0u, is_query) + d];
 #endif
 }
 

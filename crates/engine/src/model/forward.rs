@@ -358,8 +358,15 @@ impl ForwardGraph {
             }
         }
         layer_ctx.flush_norm(&mut ops)?;
-        record_copy_last_row(ctx, &mut ops, "last token", &acts.normed, &acts.last_normed, &acts.step, config.hidden)?;
-        record_matvec(ctx, &mut ops, "lm head", weights.lm_head(), &acts.last_normed, 0, &acts.logits, 0)?;
+        // A decode step's one token is already the last row.
+        let last_normed = match mode {
+            ForwardMode::Prefill => {
+                record_copy_last_row(ctx, &mut ops, "last token", &acts.normed, &acts.last_normed, &acts.step, config.hidden)?;
+                &acts.last_normed
+            }
+            ForwardMode::Decode => &acts.normed,
+        };
+        record_matvec(ctx, &mut ops, "lm head", weights.lm_head(), last_normed, 0, &acts.logits, 0)?;
         Ok(ops)
     }
 
