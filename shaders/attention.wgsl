@@ -9,9 +9,11 @@
 //     tokens of a head, so each key and value read serves all of them; WG is a multiple of
 //     HEAD_DIM / 4.
 //   split_partial (SPLIT) + split_combine (MERGE), for decode: flash-decoding. The one query's keys are
-//     cut into N_SPLITS slices, one workgroup per (head, slice) leaves an unnormalized partial
-//     (its running max, sum and weighted values), and a workgroup per head merges them, so a
-//     long context spreads over many workgroups instead of walking serially in a few.
+//     cut into up to N_SPLITS slices of at least MIN_SLICE_KEYS keys, one workgroup per
+//     (head, slice) leaves an unnormalized partial (its running max, sum and weighted values),
+//     and a workgroup per head merges them, so a long context spreads over many workgroups
+//     instead of walking serially in a few. Workgroups past the filled slices only mark theirs
+//     empty.
 //     With ROPE_STORE, split_partial also takes over fused_qk_rope_store.wgsl's work for the
 //     step: each workgroup norms (QK_NORM) and rotates its head's raw query itself, and the
 //     workgroups whose slice holds the step's position rotate its key and store it and its
@@ -54,7 +56,7 @@ fn split_combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     }
     workgroupBarrier();
     if (lid < N_SPLITS) {
-        // An empty slice has sum 0 and all-zero values: weight 0.
+        // An empty slice has sum 0: weight 0.
         weights[lid] = select(0.0, exp(stats.x - overall_max), stats.y > 0.0);
         group_sums[lid] = vec4<f32>(stats.y * weights[lid]);
     }
@@ -68,7 +70,10 @@ fn split_combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     let group = lid / COLUMNS;
     var value = vec4<f32>(0.0);
     for (var s = group; s < N_SPLITS; s += GROUPS) {
-        value += split_acc[(stats_base + s) * COLUMNS + column] * weights[s];
+        // An empty slice leaves its values unwritten.
+        if (weights[s] > 0.0) {
+            value += split_acc[(stats_base + s) * COLUMNS + column] * weights[s];
+        }
     }
     group_sums[lid] = value;
     workgroupBarrier();
@@ -474,12 +479,21 @@ fn split_partial(
     let slice = wid.x % N_SPLITS;
     let q_pos = step.pos;
     let first = first_key(q_pos);
-    let keys_per_slice = (q_pos + 1u - first + N_SPLITS - 1u) / N_SPLITS;
+    // Slices of at least MIN_SLICE_KEYS keys: a short context fills only the first few, and
+    // the empty rest leave at once (the merge skips them).
+    let keys_per_slice = max((q_pos + 1u - first + N_SPLITS - 1u) / N_SPLITS, MIN_SLICE_KEYS);
     let slice_first = min(first + slice * keys_per_slice, q_pos + 1u);
     let slice_end = min(slice_first + keys_per_slice, q_pos + 1u);
+    let item = head * N_SPLITS + slice;
+    if (slice_first == slice_end) {
+        if (lid == 0u) {
+            split_stats[item] = vec2<f32>(NO_SCORE, 0.0);
+        }
+        return;
+    }
     let kv_head = head / (params.n_heads / params.n_kv_heads);
 #ifdef ROPE_STORE
-    load_rotated_query(lid, head, kv_head, q_pos, slice_end == q_pos + 1u && slice_first < slice_end);
+    load_rotated_query(lid, head, kv_head, q_pos, slice_end == q_pos + 1u);
 #else
     load_query(lid, head * HEAD_DIM);
 #endif
@@ -513,7 +527,6 @@ fn split_partial(
     }
     group_sums[lid] = acc;
     workgroupBarrier();
-    let item = head * N_SPLITS + slice;
     if (group == 0u) {
         for (var g = 1u; g < GROUPS; g++) {
             acc += group_sums[g * COLUMNS + column];
