@@ -403,7 +403,7 @@ var<workgroup> group_sums: array<vec4<f32>, WG>;
 #ifdef ROPE_STORE
 #include "qk_rope.wgsl"
 
-// Four rotated values of `row` from element 4·column.
+// Four rotated values of the q or k row from element 4·column.
 fn rotated4(column: u32, scale: f32, is_query: bool, cs_base: u32) -> vec4<f32> {
     let d = 4u * column;
     return vec4<f32>(rotated(d, scale, is_query, cs_base), rotated(d + 1u, scale, is_query, cs_base), rotated(d + 2u, scale, is_query, cs_base), rotated(d + 3u, scale, is_query, cs_base));
@@ -430,9 +430,6 @@ fn load_rotated_query(lid: u32, head: u32, kv_head: u32, pos: u32, stores_key: b
 }
 #endif
 
-// Workgroup (head, slice) for the step's single token; an empty slice leaves sum 0. Scores
-// are one key per thread; for the values, thread (group g, column c) sums keys g, g + GROUPS,
-// … of vec4 column c, which keeps each thread's chain of dependent loads short.
 // The score of key tile + lid for lid < keys_in_tile (NO_SCORE for the others). A decode
 // slice often holds only a few keys: one thread walking a key's whole row would chain
 // HEAD_DIM / 4 loads, so each key gets the most threads the tile leaves it (a power of two
@@ -470,6 +467,9 @@ fn tile_score(lid: u32, tile: u32, keys_in_tile: u32, kv_stride: u32, kv_base: u
     return score;
 }
 
+// Workgroup (head, slice) for the step's single token; an empty slice leaves sum 0. Scores
+// come from tile_score; for the values, thread (group g, column c) sums keys g, g + GROUPS,
+// … of vec4 column c, which keeps each thread's chain of dependent loads short.
 @compute @workgroup_size(WG)
 fn split_partial(
     @builtin(workgroup_id) wid: vec3<u32>,

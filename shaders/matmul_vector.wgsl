@@ -15,8 +15,9 @@
 // or with RESIDUAL the residual stream after the block output x is added to it:
 // h = stream_in + x (POST_NORM: + rmsnorm(x)·post_w, Gemma). With STREAM_OUT, workgroup 0
 // writes h to stream_out; of several products that fold in one norm only the first does,
-// so the others share no written buffer with it and need no barrier after it. Every workgroup reads the same few KiB, so they come from cache; what it saves
-// is a dispatch, which costs more than the weights of a small matrix take to read.
+// so the others share no written buffer with it and need no barrier after it. Every
+// workgroup reads the same few KiB, so they come from cache; what it saves is a dispatch,
+// which costs more than the weights of a small matrix take to read.
 
 struct Params {
     // Rows in this chunk.

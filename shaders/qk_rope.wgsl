@@ -1,4 +1,4 @@
-// Per-head RMSNorm (QK_NORM, Gemma) and RoPE of one q or k row, shared by the fused q/k step
+// Per-head RMSNorm (QK_NORM, Gemma) and RoPE of q and k rows, shared by the fused q/k step
 // (fused_qk_rope_store.wgsl) and decode attention that takes that step over (attention.wgsl,
 // ROPE_STORE). The including shader provides q and k (rows of HEAD_DIM), table, q_norm and
 // k_norm (QK_NORM), params.rot_dim, params.max_positions and params.eps, NEOX for the pair
@@ -9,9 +9,9 @@
 var<workgroup> rows: array<f32, 2u * HEAD_DIM>;
 
 // Stages q from element q_base (with_query) and k from k_base (with_key) in `rows` and returns
-// their norm scales (1 without QK_NORM). Both rows are read in one round of loads, so a
-// workgroup that needs both waits for memory once. Every thread calls it; afterwards all of
-// `rows` is visible to all of them.
+// their norm scales (1 without QK_NORM, or for a row not staged). Both rows are read in one
+// round of loads, so a workgroup that needs both waits for memory once. Every thread calls it
+// with the same flags; afterwards the staged rows are visible to all of them.
 fn load_rows(lid: u32, q_base: u32, k_base: u32, with_query: bool, with_key: bool) -> vec2<f32> {
     var sums = vec2<f32>(0.0);
     for (var d = lid; d < HEAD_DIM; d += WG) {
@@ -26,13 +26,19 @@ fn load_rows(lid: u32, q_base: u32, k_base: u32, with_query: bool, with_key: boo
             sums.y += x * x;
         }
     }
+    var scales = vec2<f32>(1.0);
 #ifdef QK_NORM
-    let q_scale = inverseSqrt(workgroup_sum(lid, sums.x) / f32(HEAD_DIM) + params.eps);
-    return vec2<f32>(q_scale, inverseSqrt(workgroup_sum(lid, sums.y) / f32(HEAD_DIM) + params.eps));
+    // Only the staged rows are reduced: most decode slices stage no key.
+    if (with_query) {
+        scales.x = inverseSqrt(workgroup_sum(lid, sums.x) / f32(HEAD_DIM) + params.eps);
+    }
+    if (with_key) {
+        scales.y = inverseSqrt(workgroup_sum(lid, sums.y) / f32(HEAD_DIM) + params.eps);
+    }
 #else
     workgroupBarrier();
-    return vec2<f32>(1.0);
 #endif
+    return scales;
 }
 
 // The first (cos θ, sin θ) of position `pos` in `table` ([max_positions, rot_dim / 2]).
