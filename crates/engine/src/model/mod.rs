@@ -34,6 +34,8 @@ pub enum ModelError {
     TensorShape { name: String, expected: Vec<u64>, found: Vec<u64> },
     #[error("tensor '{name}' has type {ty}, which the engine has no kernel for")]
     UnsupportedTensorType { name: String, ty: &'static str },
+    #[error("tensor '{name}' cannot join its stack as Q8_0: {source}")]
+    Widen { name: String, source: crate::quant::QuantError },
     #[error(transparent)]
     Upload(#[from] WeightUploadError),
     #[error(transparent)]

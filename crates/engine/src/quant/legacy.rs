@@ -67,7 +67,7 @@ const _: () = assert!(std::mem::size_of::<BlockQ8_0>() == 34);
 
 /// The 4-bit quants of a 32-value block: value j in the low nibble of byte j, value j + 16 in
 /// the high nibble.
-fn nibble(qs: &[u8; QK / 2], j: usize) -> u8 {
+pub(super) fn nibble(qs: &[u8; QK / 2], j: usize) -> u8 {
     if j < QK / 2 {
         qs[j] & 0x0F
     } else {
@@ -80,7 +80,7 @@ fn pack_nibbles(quants: &[u8; QK]) -> [u8; QK / 2] {
 }
 
 /// The 5-bit quant of value j: its nibble plus bit j of `qh` as bit 4.
-fn five_bit(qs: &[u8; QK / 2], qh: [u8; 4], j: usize) -> u8 {
+pub(super) fn five_bit(qs: &[u8; QK / 2], qh: [u8; 4], j: usize) -> u8 {
     let high = (u32::from_le_bytes(qh) >> j) & 1;
     nibble(qs, j) | ((high as u8) << 4)
 }

@@ -9,6 +9,7 @@ mod float;
 mod k_quants;
 mod legacy;
 mod rng;
+mod widen;
 
 #[cfg(test)]
 mod real_tensor_tests;
@@ -20,6 +21,7 @@ use crate::gguf::GgmlType;
 pub use block::QuantBlock;
 pub use k_quants::{BlockQ4K, BlockQ5K, BlockQ6K};
 pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0};
+pub use widen::{widen_to_q8_0, widens_to_q8_0};
 
 /// The types [`dequantize_row`], [`quantize_row`] and [`random_quantized`] handle.
 pub const SUPPORTED_TYPES: [GgmlType; 11] = [
