@@ -8,7 +8,7 @@ use std::sync::Arc;
 use doppler_engine::{
     gpu::{GpuContext, GpuOptions, OpList},
     kernels::{
-        attention::{record_attention, record_decode_attention, record_decode_attention_with_qk_step, record_kv_store, KvCache},
+        attention::{record_attention, record_decode_attention, record_decode_attention_with_qk_step, record_kv_store, AttentionLayer, KvCache},
         elementwise::{record_add, record_copy_last_row, record_gated_activation, Activation},
         fused_norm::{record_residual_norm, ResidualRows},
         fused_qk::{record_qk_rope_store, QkNorms, QkStep, QkvRows},
@@ -183,10 +183,11 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     let mut store = OpList::new();
     record_kv_store(ctx, &mut store, "store", &cache, &k_buf, &v_buf, &step).unwrap();
     let mut attend = OpList::new();
+    let layer = AttentionLayer { cache: &cache, output: &out, step: &step, n_heads: case.n_heads, window: case.window, scale };
     if case.split {
-        record_decode_attention(ctx, &mut attend, "attention", &cache, &q_buf, &out, &step, case.n_heads, case.window, scale).unwrap();
+        record_decode_attention(ctx, &mut attend, "attention", &q_buf, &layer).unwrap();
     } else {
-        record_attention(ctx, &mut attend, "attention", &cache, &q_buf, &out, &step, case.n_heads, case.window, scale).unwrap();
+        record_attention(ctx, &mut attend, "attention", &q_buf, &layer).unwrap();
     }
 
     // History goes in batches no larger than the step under test, as the engine's prefill
@@ -474,13 +475,14 @@ fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
         let out = ctx.zeroed_storage("out", q_dim as u64 * 4);
         let qk = QkStep { rows: QkvRows { q: &q_buf, k: &k_buf, v: &v_buf }, norms, table: &table, style: case.style };
         let mut ops = OpList::new();
+        let layer = AttentionLayer { cache: &cache, output: &out, step: &step, n_heads: case.n_heads, window: case.window, scale };
         if fused {
-            record_decode_attention_with_qk_step(ctx, &mut ops, "qk", "attention", &cache, &qk, &out, &step, case.n_heads, case.window, scale).unwrap();
+            record_decode_attention_with_qk_step(ctx, &mut ops, "qk", "attention", &qk, &layer).unwrap();
             // Slices (with the q/k step) and merge: one dispatch fewer than the separate path.
             assert_eq!(ops.len(), 2, "{label}: the slices did not take the q/k step over");
         } else {
             record_qk_rope_store(ctx, &mut ops, "qk", &qk, &cache, &step, case.n_heads).unwrap();
-            record_decode_attention(ctx, &mut ops, "attention", &cache, &q_buf, &out, &step, case.n_heads, case.window, scale).unwrap();
+            record_decode_attention(ctx, &mut ops, "attention", &q_buf, &layer).unwrap();
         }
         run(ctx, &ops, 1);
         let cache_values = case.cache_len as usize * kv_dim;

@@ -81,28 +81,31 @@ struct AttentionParams {
 
 impl AttentionParams {
     /// Without a q/k step in the kernel.
-    fn new(cache: &KvCache, n_heads: u32, window: u32, scale: f32) -> Self {
-        Self { n_heads, n_kv_heads: cache.n_kv_heads, cache_len: cache.cache_len, window, scale, rot_dim: 0, max_positions: 0, eps: 0.0 }
+    fn new(layer: &AttentionLayer) -> Self {
+        let cache = layer.cache;
+        Self { n_heads: layer.n_heads, n_kv_heads: cache.n_kv_heads, cache_len: cache.cache_len, window: layer.window, scale: layer.scale, rot_dim: 0, max_positions: 0, eps: 0.0 }
     }
 }
 
-/// Records causal attention of `queries` [n_tokens, n_heads, head_dim] over the cache into `output`.
-/// `window` 0 means full attention; otherwise a query at p sees keys p - window + 1 ..= p.
-#[allow(clippy::too_many_arguments)]
-pub fn record_attention(
-    ctx: &GpuContext,
-    ops: &mut OpList,
-    label: &str,
-    cache: &KvCache,
-    queries: &wgpu::Buffer,
-    output: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    n_heads: u32,
-    window: u32,
-    scale: f32,
-) -> Result<(), KernelError> {
+/// What every attention recorder takes besides its queries: causal attention of `n_heads`
+/// query heads over `cache` into `output` [n_tokens, n_heads, head_dim] for the tokens of
+/// `step`, scores scaled by `scale`. `window` 0 means full attention; otherwise a query at p
+/// sees keys p - window + 1 ..= p.
+#[derive(Clone, Copy)]
+pub struct AttentionLayer<'a> {
+    pub cache: &'a KvCache,
+    pub output: &'a wgpu::Buffer,
+    pub step: &'a wgpu::Buffer,
+    pub n_heads: u32,
+    pub window: u32,
+    pub scale: f32,
+}
+
+/// Records attention of `queries` [n_tokens, n_heads, head_dim] as `layer` says.
+pub fn record_attention(ctx: &GpuContext, ops: &mut OpList, label: &str, queries: &wgpu::Buffer, layer: &AttentionLayer) -> Result<(), KernelError> {
+    let AttentionLayer { cache, output, step, n_heads, .. } = *layer;
     check_heads(cache, n_heads)?;
-    let params = ctx.uniform_buffer(label, &AttentionParams::new(cache, n_heads, window, scale));
+    let params = ctx.uniform_buffer(label, &AttentionParams::new(layer));
     let mut defines = cache.defines();
     defines.push(Define::u32("HEAD_DIM", cache.head_dim));
     let buffers = [queries, &cache.k, &cache.v, output, step, &params];
@@ -150,54 +153,30 @@ fn key_slices(max_keys: u32) -> u32 {
 
 /// Records decode attention (a step of exactly one token) as in `record_attention`, split
 /// over key slices: one workgroup per (head, slice), then one per head merges the slices.
-#[allow(clippy::too_many_arguments)]
-pub fn record_decode_attention(
-    ctx: &GpuContext,
-    ops: &mut OpList,
-    label: &str,
-    cache: &KvCache,
-    queries: &wgpu::Buffer,
-    output: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    n_heads: u32,
-    window: u32,
-    scale: f32,
-) -> Result<(), KernelError> {
-    check_heads(cache, n_heads)?;
-    if !split_fits(cache) {
+pub fn record_decode_attention(ctx: &GpuContext, ops: &mut OpList, label: &str, queries: &wgpu::Buffer, layer: &AttentionLayer) -> Result<(), KernelError> {
+    check_heads(layer.cache, layer.n_heads)?;
+    if !split_fits(layer.cache) {
         // The split kernels give each thread one vec4 column of a head; other head sizes
         // take the general kernel, which handles a single token as well.
-        return record_attention(ctx, ops, label, cache, queries, output, step, n_heads, window, scale);
+        return record_attention(ctx, ops, label, queries, layer);
     }
-    record_split_attention(ctx, ops, label, cache, queries, output, step, n_heads, window, scale, None)
+    record_split_attention(ctx, ops, label, queries, layer, None)
 }
 
 /// As `record_qk_rope_store` (labelled `qk_label`) then `record_decode_attention` of the
 /// rotated queries, in one dispatch fewer where the adapter can bind what that takes: the
 /// attention slices do the q/k step themselves (attention.wgsl's ROPE_STORE).
-#[allow(clippy::too_many_arguments)]
-pub fn record_decode_attention_with_qk_step(
-    ctx: &GpuContext,
-    ops: &mut OpList,
-    qk_label: &str,
-    label: &str,
-    cache: &KvCache,
-    qk: &QkStep,
-    output: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    n_heads: u32,
-    window: u32,
-    scale: f32,
-) -> Result<(), KernelError> {
+pub fn record_decode_attention_with_qk_step(ctx: &GpuContext, ops: &mut OpList, qk_label: &str, label: &str, qk: &QkStep, layer: &AttentionLayer) -> Result<(), KernelError> {
+    let AttentionLayer { cache, step, n_heads, .. } = *layer;
     check_heads(cache, n_heads)?;
     qk.check("attention", cache.head_dim)?;
     // q, both caches, the slices' values and stats, step, raw k and v, the table, the norms.
     let storage_buffers = 9 + if qk.norms.is_some() { 2 } else { 0 };
     if !split_fits(cache) || storage_buffers > ctx.caps.max_storage_buffers_per_stage {
         record_qk_rope_store(ctx, ops, qk_label, qk, cache, step, n_heads)?;
-        return record_decode_attention(ctx, ops, label, cache, qk.rows.q, output, step, n_heads, window, scale);
+        return record_decode_attention(ctx, ops, label, qk.rows.q, layer);
     }
-    record_split_attention(ctx, ops, label, cache, qk.rows.q, output, step, n_heads, window, scale, Some((qk_label, qk)))
+    record_split_attention(ctx, ops, label, qk.rows.q, layer, Some((qk_label, qk)))
 }
 
 /// Whether the split kernels take heads of this cache: one vec4 column per thread.
@@ -206,23 +185,11 @@ fn split_fits(cache: &KvCache) -> bool {
     columns <= SPLIT_WORKGROUP_SIZE && SPLIT_WORKGROUP_SIZE.is_multiple_of(columns)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn record_split_attention(
-    ctx: &GpuContext,
-    ops: &mut OpList,
-    label: &str,
-    cache: &KvCache,
-    queries: &wgpu::Buffer,
-    output: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    n_heads: u32,
-    window: u32,
-    scale: f32,
-    qk: Option<(&str, &QkStep)>,
-) -> Result<(), KernelError> {
+fn record_split_attention(ctx: &GpuContext, ops: &mut OpList, label: &str, queries: &wgpu::Buffer, layer: &AttentionLayer, qk: Option<(&str, &QkStep)>) -> Result<(), KernelError> {
+    let AttentionLayer { cache, output, step, n_heads, window, .. } = *layer;
     let max_keys = if window > 0 { window.min(cache.cache_len) } else { cache.cache_len };
     let slices = key_slices(max_keys);
-    let mut params = AttentionParams::new(cache, n_heads, window, scale);
+    let mut params = AttentionParams::new(layer);
     if let Some((_, qk)) = qk {
         (params.rot_dim, params.max_positions, params.eps) = (qk.table.rot_dim, qk.table.max_positions, qk.eps());
     }

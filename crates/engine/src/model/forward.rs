@@ -4,7 +4,7 @@ use super::{config::Architecture, gemma3, llama, ModelConfig, ModelError, ModelW
 use crate::{
     gpu::{GpuContext, GpuMatrix, OpList, StackedMatrix},
     kernels::{
-        attention::{record_attention, record_decode_attention_with_qk_step, KvCache},
+        attention::{record_attention, record_decode_attention_with_qk_step, AttentionLayer, KvCache},
         fused_qk::{record_qk_rope_store, QkStep, QkvRows},
         elementwise::{record_copy_last_row, record_gated_activation, Activation},
         embedding::record_embedding,
@@ -176,12 +176,12 @@ impl<'a> LayerContext<'a> {
     /// `acts.attention`: split over the keys in decode, whose slices also do the q/k step.
     pub fn attention(&self, ops: &mut OpList, qk_label: &str, label: &str, qk: &QkStep, cache: &KvCache, window: u32) -> Result<(), KernelError> {
         let (acts, config) = (self.acts, self.config);
-        let scale = 1.0 / (config.head_dim as f32).sqrt();
+        let layer = AttentionLayer { cache, output: &acts.attention, step: &acts.step, n_heads: config.n_heads, window, scale: 1.0 / (config.head_dim as f32).sqrt() };
         match self.mode {
-            ForwardMode::Decode => record_decode_attention_with_qk_step(self.ctx, ops, qk_label, label, cache, qk, &acts.attention, &acts.step, config.n_heads, window, scale),
+            ForwardMode::Decode => record_decode_attention_with_qk_step(self.ctx, ops, qk_label, label, qk, &layer),
             ForwardMode::Prefill => {
                 record_qk_rope_store(self.ctx, ops, qk_label, qk, cache, &acts.step, config.n_heads)?;
-                record_attention(self.ctx, ops, label, cache, &acts.q, &acts.attention, &acts.step, config.n_heads, window, scale)
+                record_attention(self.ctx, ops, label, &acts.q, &layer)
             }
         }
     }
