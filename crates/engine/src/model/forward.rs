@@ -135,8 +135,10 @@ impl<'a> LayerContext<'a> {
                     let mut input = self.normed_input(norm);
                     // The first stack writes the stream; the others then share no written
                     // buffer with it, so the GPU may run them without a barrier between.
-                    if let (Some(residual), true) = (&mut input.residual, index > 0) {
-                        residual.stream_out = None;
+                    if index > 0 {
+                        if let Some(residual) = input.residual.as_mut() {
+                            residual.stream_out = None;
+                        }
                     }
                     record_stacked_matvec(ctx, ops, &label, stack, MatvecInput::Normed(input), &stack_outputs)?
                 }

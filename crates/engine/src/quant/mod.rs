@@ -104,8 +104,8 @@ pub fn dequantize_row(ty: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<(),
     Ok(())
 }
 
-/// Dequantizes all of `bytes`, which must be whole blocks of `ty`.
-pub fn dequantize(ty: GgmlType, bytes: &[u8]) -> Result<Vec<f32>, QuantError> {
+/// Errors unless `bytes` are whole blocks of `ty`.
+fn check_whole_blocks(ty: GgmlType, bytes: &[u8]) -> Result<(), QuantError> {
     if !bytes.len().is_multiple_of(ty.block_bytes()) {
         return Err(QuantError::ByteLength {
             type_name: ty.name(),
@@ -114,6 +114,12 @@ pub fn dequantize(ty: GgmlType, bytes: &[u8]) -> Result<Vec<f32>, QuantError> {
             actual: bytes.len(),
         });
     }
+    Ok(())
+}
+
+/// Dequantizes all of `bytes`, which must be whole blocks of `ty`.
+pub fn dequantize(ty: GgmlType, bytes: &[u8]) -> Result<Vec<f32>, QuantError> {
+    check_whole_blocks(ty, bytes)?;
     let mut out = vec![0.0; bytes.len() / ty.block_bytes() * ty.block_len()];
     dequantize_row(ty, bytes, &mut out)?;
     Ok(out)

@@ -4,6 +4,7 @@
 //! with a Q8_0 neighbour (Gemma 3's q and k beside a Q8_0 v in llama.cpp's Q4_K_M mix).
 
 use super::{
+    check_whole_blocks,
     legacy::{five_bit, nibble},
     BlockQ4_0, BlockQ5_0, BlockQ8_0, QuantError,
 };
@@ -16,24 +17,18 @@ pub fn widens_to_q8_0(ty: GgmlType) -> bool {
 
 /// Whole blocks of `ty` (see `widens_to_q8_0`) as Q8_0 blocks of the same values.
 pub fn widen_to_q8_0(ty: GgmlType, bytes: &[u8]) -> Result<Vec<u8>, QuantError> {
+    if !widens_to_q8_0(ty) {
+        return Err(QuantError::Unsupported { type_name: ty.name() });
+    }
+    check_whole_blocks(ty, bytes)?;
     let widen = |d: [u8; 2], quant: &dyn Fn(usize) -> i8| BlockQ8_0 { d, qs: std::array::from_fn(quant) };
+    // Blocks have alignment 1, so a byte slice of whole blocks casts.
     let blocks: Vec<BlockQ8_0> = match ty {
-        GgmlType::Q8_0 => return whole_blocks::<BlockQ8_0>(ty, bytes).map(|blocks| bytemuck::cast_slice(blocks).to_vec()),
-        GgmlType::Q4_0 => whole_blocks::<BlockQ4_0>(ty, bytes)?.iter().map(|b| widen(b.d, &|j| nibble(&b.qs, j) as i8 - 8)).collect(),
-        GgmlType::Q5_0 => whole_blocks::<BlockQ5_0>(ty, bytes)?.iter().map(|b| widen(b.d, &|j| five_bit(&b.qs, b.qh, j) as i8 - 16)).collect(),
-        _ => return Err(QuantError::Unsupported { type_name: ty.name() }),
+        GgmlType::Q4_0 => bytemuck::cast_slice::<u8, BlockQ4_0>(bytes).iter().map(|b| widen(b.d, &|j| nibble(&b.qs, j) as i8 - 8)).collect(),
+        GgmlType::Q5_0 => bytemuck::cast_slice::<u8, BlockQ5_0>(bytes).iter().map(|b| widen(b.d, &|j| five_bit(&b.qs, b.qh, j) as i8 - 16)).collect(),
+        _ => return Ok(bytes.to_vec()),
     };
     Ok(bytemuck::cast_slice(&blocks).to_vec())
-}
-
-fn whole_blocks<B: bytemuck::Pod>(ty: GgmlType, bytes: &[u8]) -> Result<&[B], QuantError> {
-    let size = std::mem::size_of::<B>();
-    if !bytes.len().is_multiple_of(size) {
-        let count = bytes.len() / size * ty.block_len();
-        return Err(QuantError::ByteLength { type_name: ty.name(), count, expected: count / ty.block_len() * size, actual: bytes.len() });
-    }
-    // Blocks have alignment 1, so any byte slice of whole blocks casts.
-    Ok(bytemuck::cast_slice(bytes))
 }
 
 #[cfg(test)]
