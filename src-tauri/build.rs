@@ -27,6 +27,8 @@ const COMMANDS: &[&str] = &[
 ];
 
 fn main() {
-    let attributes = tauri_build::Attributes::new().config_path("../tauri.conf.json").app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
+    let attributes = tauri_build::Attributes::new()
+        .config_path("../tauri.conf.json")
+        .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
     tauri_build::try_build(attributes).expect("tauri.conf.json and the capabilities are valid");
 }

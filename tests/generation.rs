@@ -4,7 +4,10 @@
 
 use std::{path::Path, sync::Arc};
 
-use doppler_engine::{CancelToken, ChatMessage, Engine, EngineOptions, GenerateError, GenerateOptions, LoadOptions, LoadedModel, Role, SamplingParams, StopReason};
+use doppler_engine::{
+    CancelToken, ChatMessage, Engine, EngineOptions, GenerateError, GenerateOptions, LoadOptions,
+    LoadedModel, Role, SamplingParams, StopReason,
+};
 
 fn model() -> Option<Arc<LoadedModel>> {
     let Ok(dir) = std::env::var("DOPPLER_TEST_MODELS_DIR") else {
@@ -15,7 +18,11 @@ fn model() -> Option<Arc<LoadedModel>> {
     };
     let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
     let path = Path::new(&dir).join("SmolLM2-135M-Instruct.Q4_1.gguf");
-    Some(engine.load_model(&path, LoadOptions { context_len: Some(96), max_batch: Some(16) }, &mut |_| {}).unwrap())
+    Some(
+        engine
+            .load_model(&path, LoadOptions { context_len: Some(96), max_batch: Some(16) }, &mut |_| {})
+            .unwrap(),
+    )
 }
 
 fn greedy(max_tokens: u32) -> GenerateOptions {
@@ -35,7 +42,9 @@ fn generation_behaviour() {
 
     // Max tokens, and streamed text equal to the summary's text.
     let mut streamed = String::new();
-    let summary = session.generate(&capital, &greedy(6), &CancelToken::new(), &mut |event| streamed.push_str(&event.text)).unwrap();
+    let summary = session
+        .generate(&capital, &greedy(6), &CancelToken::new(), &mut |event| streamed.push_str(&event.text))
+        .unwrap();
     assert_eq!(summary.stop_reason, StopReason::MaxTokens);
     assert_eq!(summary.tokens.len(), 6);
     assert_eq!(streamed, summary.text);
@@ -73,7 +82,14 @@ fn generation_behaviour() {
     assert_eq!(summary.tokens, reference_tokens);
     assert_eq!(session.cached_tokens().len(), capital.len() + 5);
     session.reset();
-    let summary = session.generate(&capital, &GenerateOptions { stop: vec![".".into()], ..greedy(20) }, &CancelToken::new(), &mut |_| {}).unwrap();
+    let summary = session
+        .generate(
+            &capital,
+            &GenerateOptions { stop: vec![".".into()], ..greedy(20) },
+            &CancelToken::new(),
+            &mut |_| {},
+        )
+        .unwrap();
     assert_eq!(summary.text, " Paris");
     assert_eq!(session.cached_tokens().len(), capital.len() + summary.tokens.len() - 1);
 
@@ -90,16 +106,35 @@ fn generation_behaviour() {
 
     // The context fills up: generation ends with ContextFull, a longer prompt is refused.
     session.reset();
-    let summary = session.generate(&capital, &GenerateOptions { ignore_eos: true, ..greedy(500) }, &CancelToken::new(), &mut |_| {}).unwrap();
+    let summary = session
+        .generate(
+            &capital,
+            &GenerateOptions { ignore_eos: true, ..greedy(500) },
+            &CancelToken::new(),
+            &mut |_| {},
+        )
+        .unwrap();
     assert_eq!(summary.stop_reason, StopReason::ContextFull);
     assert!(summary.tokens.len() + capital.len() <= 96);
     let too_long = vec![capital[0]; 200];
-    assert!(matches!(session.generate(&too_long, &greedy(1), &CancelToken::new(), &mut |_| {}), Err(GenerateError::PromptTooLong { .. })));
+    assert!(matches!(
+        session.generate(&too_long, &greedy(1), &CancelToken::new(), &mut |_| {}),
+        Err(GenerateError::PromptTooLong { .. })
+    ));
 
     session.set_steps_per_submit(1);
 
     // Seeded sampling reproduces itself; chat templates drive generation too.
-    let sampled = GenerateOptions { sampling: SamplingParams { temperature: 0.9, top_k: 40, top_p: 0.95, seed: 7, ..SamplingParams::greedy() }, ..greedy(8) };
+    let sampled = GenerateOptions {
+        sampling: SamplingParams {
+            temperature: 0.9,
+            top_k: 40,
+            top_p: 0.95,
+            seed: 7,
+            ..SamplingParams::greedy()
+        },
+        ..greedy(8)
+    };
     let messages = [ChatMessage { role: Role::User, content: "Name a fruit.".into() }];
     session.reset();
     let first = session.generate_chat(&messages, &sampled, &CancelToken::new(), &mut |_| {}).unwrap();

@@ -21,7 +21,10 @@ use doppler_engine::{
     kernels::{
         elementwise::Activation,
         embedding::record_embedding,
-        matmul::{record_gated_matvec, record_matmul, record_matmul_rows, record_matvec, record_stacked_matvec, MatvecInput, NormedInput, ResidualStream, SUPPORTED_TYPES},
+        matmul::{
+            record_gated_matvec, record_matmul, record_matmul_rows, record_matvec, record_stacked_matvec,
+            MatvecInput, NormedInput, ResidualStream, SUPPORTED_TYPES,
+        },
     },
     quant::{dequantize_row, random_quantized},
 };
@@ -100,14 +103,24 @@ impl TestMatrix {
     }
 
     fn upload(&self, ctx: &GpuContext) -> GpuMatrix {
-        GpuMatrix::upload(ctx, "w", self.ty, self.row_len as u64, self.rows as u64, &self.bytes).expect("upload")
+        GpuMatrix::upload(ctx, "w", self.ty, self.row_len as u64, self.rows as u64, &self.bytes)
+            .expect("upload")
     }
 
     /// Split into chunks of at most `rows_per_chunk` rows.
     fn upload_chunked(&self, ctx: &GpuContext, rows_per_chunk: usize) -> GpuMatrix {
         let row_bytes = self.bytes.len() / self.rows;
         let limit = (rows_per_chunk * row_bytes + 4).next_multiple_of(4) as u64;
-        let w = GpuMatrix::upload_with_chunk_limit(ctx, "w", self.ty, self.row_len as u64, self.rows as u64, &self.bytes, limit).expect("upload");
+        let w = GpuMatrix::upload_with_chunk_limit(
+            ctx,
+            "w",
+            self.ty,
+            self.row_len as u64,
+            self.rows as u64,
+            &self.bytes,
+            limit,
+        )
+        .expect("upload");
         assert_eq!(w.chunks.len(), self.rows.div_ceil(rows_per_chunk), "chunk count");
         w
     }
@@ -132,14 +145,21 @@ fn compare(label: &str, actual: &[f32], expected: &[(f64, f64)]) -> Result<f64, 
 }
 
 /// As `compare` with bound `relative` · magnitude + ABSOLUTE_TOLERANCE.
-fn compare_within(label: &str, actual: &[f32], expected: &[(f64, f64)], relative: f64) -> Result<f64, String> {
+fn compare_within(
+    label: &str,
+    actual: &[f32],
+    expected: &[(f64, f64)],
+    relative: f64,
+) -> Result<f64, String> {
     assert_eq!(actual.len(), expected.len(), "{label}: length");
     let mut worst = 0.0f64;
     for (i, (&a, &(e, magnitude))) in actual.iter().zip(expected).enumerate() {
         let error = (f64::from(a) - e).abs();
         let tolerance = relative * magnitude + ABSOLUTE_TOLERANCE;
         if error.is_nan() || error > tolerance {
-            return Err(format!("{label}[{i}]: got {a}, expected {e} (error {error:e}, tolerance {tolerance:e})"));
+            return Err(format!(
+                "{label}[{i}]: got {a}, expected {e} (error {error:e}, tolerance {tolerance:e})"
+            ));
         }
         worst = worst.max(error / magnitude.max(1e-30));
     }
@@ -188,7 +208,11 @@ fn matvec_every_type(ctx: &GpuContext) {
                 }
             }
         }
-        println!("matvec {:5} (subgroups: {}): worst error / Σ|w·x| = {worst:.2e}", ty.name(), ctx.caps.subgroups);
+        println!(
+            "matvec {:5} (subgroups: {}): worst error / Σ|w·x| = {worst:.2e}",
+            ty.name(),
+            ctx.caps.subgroups
+        );
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
@@ -196,7 +220,13 @@ fn matvec_every_type(ctx: &GpuContext) {
 #[test]
 fn matvec_matches_reference_for_every_type_with_default_reductions() {
     let ctx = gpu(GpuOptions::default());
-    println!("adapter: {} (subgroups: {}, sizes {}..{})", ctx.describe(), ctx.caps.subgroups, ctx.caps.subgroup_min_size, ctx.caps.subgroup_max_size);
+    println!(
+        "adapter: {} (subgroups: {}, sizes {}..{})",
+        ctx.describe(),
+        ctx.caps.subgroups,
+        ctx.caps.subgroup_min_size,
+        ctx.caps.subgroup_max_size
+    );
     matvec_every_type(&ctx);
 }
 
@@ -216,21 +246,47 @@ fn matvec_reads_and_writes_at_offsets_and_leaves_the_rest() {
     let input = f32_buffer(&ctx, &x_all);
     let output = f32_buffer(&ctx, &vec![sentinel; output_offset + m.rows + 5]);
     let mut ops = OpList::new();
-    record_matvec(&ctx, &mut ops, "offsets", &m.upload(&ctx), &input, input_offset as u32, &output, output_offset as u32).unwrap();
+    record_matvec(
+        &ctx,
+        &mut ops,
+        "offsets",
+        &m.upload(&ctx),
+        &input,
+        input_offset as u32,
+        &output,
+        output_offset as u32,
+    )
+    .unwrap();
     run(&ctx, &ops, 1);
     let actual = ctx.read_f32(&output, output_offset + m.rows + 5).unwrap();
-    assert!(actual[..output_offset].iter().chain(&actual[output_offset + m.rows..]).all(|&v| v == sentinel), "values outside the output range changed");
+    assert!(
+        actual[..output_offset].iter().chain(&actual[output_offset + m.rows..]).all(|&v| v == sentinel),
+        "values outside the output range changed"
+    );
     let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, x)).collect();
     compare("matvec at offsets", &actual[output_offset..output_offset + m.rows], &expected).unwrap();
 }
 
 /// Runs the tiled kernel on `w` for each token count in `token_counts` and checks it.
-fn check_matmul(ctx: &GpuContext, label: &str, m: &TestMatrix, w: &GpuMatrix, token_counts: &[u32]) -> Result<f64, String> {
+fn check_matmul(
+    ctx: &GpuContext,
+    label: &str,
+    m: &TestMatrix,
+    w: &GpuMatrix,
+    token_counts: &[u32],
+) -> Result<f64, String> {
     check_matmul_with(ctx, label, m, w, token_counts, None)
 }
 
 /// As `check_matmul`, splitting K over `scratch` where the kernel chooses to.
-fn check_matmul_with(ctx: &GpuContext, label: &str, m: &TestMatrix, w: &GpuMatrix, token_counts: &[u32], scratch: Option<&wgpu::Buffer>) -> Result<f64, String> {
+fn check_matmul_with(
+    ctx: &GpuContext,
+    label: &str,
+    m: &TestMatrix,
+    w: &GpuMatrix,
+    token_counts: &[u32],
+    scratch: Option<&wgpu::Buffer>,
+) -> Result<f64, String> {
     let max_tokens = *token_counts.iter().max().unwrap();
     let x = values(max_tokens as usize * m.row_len, m.rows as u64 + 3);
     let input = f32_buffer(ctx, &x);
@@ -240,7 +296,8 @@ fn check_matmul_with(ctx: &GpuContext, label: &str, m: &TestMatrix, w: &GpuMatri
         let output = f32_buffer(ctx, &vec![sentinel; max_tokens as usize * m.rows]);
         let step = step_buffer(ctx, n);
         let mut ops = OpList::new();
-        record_matmul_rows(ctx, &mut ops, label, w, 0..w.rows, &input, &output, &step, max_tokens, scratch).map_err(|e| format!("{label}: {e}"))?;
+        record_matmul_rows(ctx, &mut ops, label, w, 0..w.rows, &input, &output, &step, max_tokens, scratch)
+            .map_err(|e| format!("{label}: {e}"))?;
         if scratch.is_some() && ops.len() < 2 {
             return Err(format!("{label}: K was not split"));
         }
@@ -250,8 +307,16 @@ fn check_matmul_with(ctx: &GpuContext, label: &str, m: &TestMatrix, w: &GpuMatri
         if actual[n * m.rows..].iter().any(|&v| v != sentinel) {
             return Err(format!("{label}: wrote past token {n}"));
         }
-        let expected: Vec<_> = (0..n).flat_map(|t| (0..m.rows).map(move |r| (t, r))).map(|(t, r)| m.dot(r, &x[t * m.row_len..(t + 1) * m.row_len])).collect();
-        worst = worst.max(compare_within(&format!("{label} n={n}"), &actual[..n * m.rows], &expected, matmul_tolerance(ctx))?);
+        let expected: Vec<_> = (0..n)
+            .flat_map(|t| (0..m.rows).map(move |r| (t, r)))
+            .map(|(t, r)| m.dot(r, &x[t * m.row_len..(t + 1) * m.row_len]))
+            .collect();
+        worst = worst.max(compare_within(
+            &format!("{label} n={n}"),
+            &actual[..n * m.rows],
+            &expected,
+            matmul_tolerance(ctx),
+        )?);
     }
     Ok(worst)
 }
@@ -269,7 +334,11 @@ fn matmul_matches_reference_for_every_type() {
                 Err(failure) => failures.push(failure),
             }
         }
-        println!("matmul {:5} (cooperative matrix: {}): worst error / Σ|w·x| = {worst:.2e}", ty.name(), ctx.caps.cooperative_matrix);
+        println!(
+            "matmul {:5} (cooperative matrix: {}): worst error / Σ|w·x| = {worst:.2e}",
+            ty.name(),
+            ctx.caps.cooperative_matrix
+        );
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
@@ -296,10 +365,21 @@ fn chunked_matrices_match_reference() {
 }
 
 /// Random matrices of one type and row length with `rows` rows each, stacked on the GPU.
-fn stack(ctx: &GpuContext, ty: GgmlType, row_len: usize, rows: &[usize], seed: u64) -> (Vec<TestMatrix>, StackedMatrix) {
-    let parts: Vec<TestMatrix> = rows.iter().enumerate().map(|(i, &r)| TestMatrix::random(ty, row_len, r, seed + i as u64)).collect();
+fn stack(
+    ctx: &GpuContext,
+    ty: GgmlType,
+    row_len: usize,
+    rows: &[usize],
+    seed: u64,
+) -> (Vec<TestMatrix>, StackedMatrix) {
+    let parts: Vec<TestMatrix> =
+        rows.iter().enumerate().map(|(i, &r)| TestMatrix::random(ty, row_len, r, seed + i as u64)).collect();
     let names: Vec<String> = (0..parts.len()).map(|i| format!("part{i}")).collect();
-    let data: Vec<(&str, u64, &[u8])> = parts.iter().zip(&names).map(|(m, name)| (name.as_str(), m.rows as u64, m.bytes.as_slice())).collect();
+    let data: Vec<(&str, u64, &[u8])> = parts
+        .iter()
+        .zip(&names)
+        .map(|(m, name)| (name.as_str(), m.rows as u64, m.bytes.as_slice()))
+        .collect();
     let stacked = StackedMatrix::upload(ctx, "stack", ty, row_len as u64, &data).expect("stack upload");
     (parts, stacked)
 }
@@ -317,16 +397,34 @@ fn stacked_matvec_every_shape(ctx: &GpuContext) {
         let x = values(row_len, 17);
         let input = f32_buffer(ctx, &x);
         let sentinel = 55.5f32;
-        let outputs: Vec<wgpu::Buffer> = parts.iter().map(|m| f32_buffer(ctx, &vec![sentinel; m.rows + 3])).collect();
+        let outputs: Vec<wgpu::Buffer> =
+            parts.iter().map(|m| f32_buffer(ctx, &vec![sentinel; m.rows + 3])).collect();
         let mut ops = OpList::new();
-        record_stacked_matvec(ctx, &mut ops, "stacked", &stacked, MatvecInput::Vector(&input), &outputs.iter().collect::<Vec<_>>()).unwrap();
+        record_stacked_matvec(
+            ctx,
+            &mut ops,
+            "stacked",
+            &stacked,
+            MatvecInput::Vector(&input),
+            &outputs.iter().collect::<Vec<_>>(),
+        )
+        .unwrap();
         assert_eq!(ops.len(), 1, "one dispatch for the whole stack");
         run(ctx, &ops, 1);
         for (i, (m, output)) in parts.iter().zip(&outputs).enumerate() {
             let actual = ctx.read_f32(output, m.rows + 3).unwrap();
-            assert!(actual[m.rows..].iter().all(|&v| v == sentinel), "{} {rows:?}: part {i} written past its rows", ty.name());
+            assert!(
+                actual[m.rows..].iter().all(|&v| v == sentinel),
+                "{} {rows:?}: part {i} written past its rows",
+                ty.name()
+            );
             let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, &x)).collect();
-            compare(&format!("stacked {} {rows:?} part {i} (subgroups: {})", ty.name(), ctx.caps.subgroups), &actual[..m.rows], &expected).unwrap();
+            compare(
+                &format!("stacked {} {rows:?} part {i} (subgroups: {})", ty.name(), ctx.caps.subgroups),
+                &actual[..m.rows],
+                &expected,
+            )
+            .unwrap();
         }
     }
 }
@@ -340,7 +438,9 @@ fn stacked_matvec_writes_each_part_to_its_output() {
 /// f64 references of the activations (activation.wgsl) and their largest slope.
 fn activation(kind: Activation, x: f64) -> f64 {
     match kind {
-        Activation::GeluTanh => 0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh()),
+        Activation::GeluTanh => {
+            0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh())
+        }
         Activation::Silu => x / (1.0 + (-x).exp()),
     }
 }
@@ -349,23 +449,40 @@ const ACTIVATION_MAX_SLOPE: f64 = 1.13;
 fn gated_matvec_every_shape(ctx: &GpuContext) {
     for kind in [Activation::GeluTanh, Activation::Silu] {
         // 97 rows: one row per workgroup; 1100 and 2051: two, from a stack of 2200 or 4102.
-        for (ty, row_len, rows) in [(GgmlType::Q5_0, 640, 97), (GgmlType::Q4_K, 512, 1100), (GgmlType::Q8_0, 1152, 2051)] {
+        for (ty, row_len, rows) in
+            [(GgmlType::Q5_0, 640, 97), (GgmlType::Q4_K, 512, 1100), (GgmlType::Q8_0, 1152, 2051)]
+        {
             let (parts, stacked) = stack(ctx, ty, row_len, &[rows, rows], 9);
             // Scaled so the gate sums reach the activations' curved range and beyond.
             let x: Vec<f32> = values(row_len, 23).iter().map(|v| v * 0.2).collect();
             let input = f32_buffer(ctx, &x);
             let output = f32_buffer(ctx, &vec![-1.0; rows + 2]);
             let mut ops = OpList::new();
-            record_gated_matvec(ctx, &mut ops, "gated", &stacked, MatvecInput::Vector(&input), &output, kind).unwrap();
+            record_gated_matvec(ctx, &mut ops, "gated", &stacked, MatvecInput::Vector(&input), &output, kind)
+                .unwrap();
             assert_eq!(ops.len(), 1);
             run(ctx, &ops, 1);
-            check_gated(ctx, &format!("gated {kind:?} {} {rows}x{row_len} (subgroups: {})", ty.name(), ctx.caps.subgroups), kind, &parts, &x, &output);
+            check_gated(
+                ctx,
+                &format!("gated {kind:?} {} {rows}x{row_len} (subgroups: {})", ty.name(), ctx.caps.subgroups),
+                kind,
+                &parts,
+                &x,
+                &output,
+            );
         }
     }
 }
 
 /// Checks `act(G·x) · U·x` of gate and up `parts` in `output`, and nothing written past it.
-fn check_gated(ctx: &GpuContext, label: &str, kind: Activation, parts: &[TestMatrix], x: &[f32], output: &wgpu::Buffer) {
+fn check_gated(
+    ctx: &GpuContext,
+    label: &str,
+    kind: Activation,
+    parts: &[TestMatrix],
+    x: &[f32],
+    output: &wgpu::Buffer,
+) {
     let rows = parts[0].rows;
     let actual = ctx.read_f32(output, rows + 2).unwrap();
     assert_eq!(&actual[rows..], &[-1.0, -1.0], "{label}: written past the rows");
@@ -375,7 +492,9 @@ fn check_gated(ctx: &GpuContext, label: &str, kind: Activation, parts: &[TestMat
         // The two sums' tolerances carried through act(g)·u, plus f32 rounding of it.
         let tolerance_g = RELATIVE_TOLERANCE * g_magnitude + ABSOLUTE_TOLERANCE;
         let tolerance_u = RELATIVE_TOLERANCE * u_magnitude + ABSOLUTE_TOLERANCE;
-        let tolerance = ACTIVATION_MAX_SLOPE * tolerance_g * (u.abs() + tolerance_u) + activation(kind, g).abs() * tolerance_u + 1e-6 * expected.abs();
+        let tolerance = ACTIVATION_MAX_SLOPE * tolerance_g * (u.abs() + tolerance_u)
+            + activation(kind, g).abs() * tolerance_u
+            + 1e-6 * expected.abs();
         let got = f64::from(got);
         assert!((got - expected).abs() <= tolerance, "{label} row {r}: got {got}, expected {expected}");
     }
@@ -428,8 +547,14 @@ impl NormedCase {
         let wide = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
         let stream: Vec<f64> = match case {
             NormCase::OfVector => wide(&source),
-            NormCase::AfterResidual => source.iter().zip(&stream_in).map(|(&s, &h)| f64::from(h) + f64::from(s)).collect(),
-            NormCase::AfterPostNormedResidual => rms_normed(&wide(&source), &post_norm).iter().zip(&stream_in).map(|(s, &h)| f64::from(h) + s).collect(),
+            NormCase::AfterResidual => {
+                source.iter().zip(&stream_in).map(|(&s, &h)| f64::from(h) + f64::from(s)).collect()
+            }
+            NormCase::AfterPostNormedResidual => rms_normed(&wide(&source), &post_norm)
+                .iter()
+                .zip(&stream_in)
+                .map(|(s, &h)| f64::from(h) + s)
+                .collect(),
         };
         let input = rms_normed(&stream, &norm).iter().map(|&v| v as f32).collect();
         Self {
@@ -444,53 +569,92 @@ impl NormedCase {
     }
 
     fn matvec_input(&self, case: NormCase) -> MatvecInput<'_> {
-        let residual = |post_norm| Some(ResidualStream { stream_in: &self.stream_in, stream_out: Some(&self.stream_out), post_norm });
+        let residual = |post_norm| {
+            Some(ResidualStream { stream_in: &self.stream_in, stream_out: Some(&self.stream_out), post_norm })
+        };
         let residual = match case {
             NormCase::OfVector => None,
             NormCase::AfterResidual => residual(None),
             NormCase::AfterPostNormedResidual => residual(Some(&self.post_norm)),
         };
-        MatvecInput::Normed(NormedInput { source: &self.source, norm: &self.norm, residual, eps: NORM_EPS as f32 })
+        MatvecInput::Normed(NormedInput {
+            source: &self.source,
+            norm: &self.norm,
+            residual,
+            eps: NORM_EPS as f32,
+        })
     }
 
     /// The updated stream is written once and exactly, or not at all without a residual.
     fn check_stream(&self, ctx: &GpuContext, label: &str, case: NormCase) {
         let written = ctx.read_f32(&self.stream_out, self.stream.len()).unwrap();
         for (i, (&got, &expected)) in written.iter().zip(&self.stream).enumerate() {
-            let expected = if matches!(case, NormCase::OfVector) { f64::from(STREAM_SENTINEL) } else { expected };
-            assert!((f64::from(got) - expected).abs() <= 1e-5 * expected.abs().max(1.0), "{label}: stream[{i}] = {got}, expected {expected}");
+            let expected =
+                if matches!(case, NormCase::OfVector) { f64::from(STREAM_SENTINEL) } else { expected };
+            assert!(
+                (f64::from(got) - expected).abs() <= 1e-5 * expected.abs().max(1.0),
+                "{label}: stream[{i}] = {got}, expected {expected}"
+            );
         }
     }
 }
 
-const NORM_CASES: [NormCase; 3] = [NormCase::OfVector, NormCase::AfterResidual, NormCase::AfterPostNormedResidual];
+const NORM_CASES: [NormCase; 3] =
+    [NormCase::OfVector, NormCase::AfterResidual, NormCase::AfterPostNormedResidual];
 
 /// Stacked and gated products normalize their input in every workgroup as the separate
 /// norm kernels would, and leave the residual stream where they are asked to.
 fn normed_matvec_every_case(ctx: &GpuContext) {
     for case in NORM_CASES {
-        for (ty, row_len, rows) in [(GgmlType::Q5_0, 640, vec![1024, 256, 256]), (GgmlType::Q4_K, 1280, vec![300]), (GgmlType::Q8_0, 1152, vec![2051, 7])] {
+        for (ty, row_len, rows) in [
+            (GgmlType::Q5_0, 640, vec![1024, 256, 256]),
+            (GgmlType::Q4_K, 1280, vec![300]),
+            (GgmlType::Q8_0, 1152, vec![2051, 7]),
+        ] {
             let label = format!("normed {case:?} {} {rows:?} (subgroups: {})", ty.name(), ctx.caps.subgroups);
             let (parts, stacked) = stack(ctx, ty, row_len, &rows, 5);
             let normed = NormedCase::new(ctx, case, row_len);
-            let outputs: Vec<wgpu::Buffer> = parts.iter().map(|m| f32_buffer(ctx, &vec![0.0; m.rows])).collect();
+            let outputs: Vec<wgpu::Buffer> =
+                parts.iter().map(|m| f32_buffer(ctx, &vec![0.0; m.rows])).collect();
             let mut ops = OpList::new();
-            record_stacked_matvec(ctx, &mut ops, "normed", &stacked, normed.matvec_input(case), &outputs.iter().collect::<Vec<_>>()).unwrap();
+            record_stacked_matvec(
+                ctx,
+                &mut ops,
+                "normed",
+                &stacked,
+                normed.matvec_input(case),
+                &outputs.iter().collect::<Vec<_>>(),
+            )
+            .unwrap();
             assert_eq!(ops.len(), 1, "{label}: the norm takes no dispatch of its own");
             run(ctx, &ops, 1);
             for (i, (m, output)) in parts.iter().zip(&outputs).enumerate() {
                 let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, &normed.input)).collect();
-                compare(&format!("{label} part {i}"), &ctx.read_f32(output, m.rows).unwrap(), &expected).unwrap();
+                compare(&format!("{label} part {i}"), &ctx.read_f32(output, m.rows).unwrap(), &expected)
+                    .unwrap();
             }
             normed.check_stream(ctx, &label, case);
         }
         let (ty, row_len, rows) = (GgmlType::Q5_0, 1152, 1100);
-        let label = format!("normed gated {case:?} {} {rows}x{row_len} (subgroups: {})", ty.name(), ctx.caps.subgroups);
+        let label = format!(
+            "normed gated {case:?} {} {rows}x{row_len} (subgroups: {})",
+            ty.name(),
+            ctx.caps.subgroups
+        );
         let (parts, stacked) = stack(ctx, ty, row_len, &[rows, rows], 13);
         let normed = NormedCase::new(ctx, case, row_len);
         let output = f32_buffer(ctx, &vec![-1.0; rows + 2]);
         let mut ops = OpList::new();
-        record_gated_matvec(ctx, &mut ops, "normed gated", &stacked, normed.matvec_input(case), &output, Activation::GeluTanh).unwrap();
+        record_gated_matvec(
+            ctx,
+            &mut ops,
+            "normed gated",
+            &stacked,
+            normed.matvec_input(case),
+            &output,
+            Activation::GeluTanh,
+        )
+        .unwrap();
         run(ctx, &ops, 1);
         check_gated(ctx, &label, Activation::GeluTanh, &parts, &normed.input, &output);
         normed.check_stream(ctx, &label, case);
@@ -516,7 +680,15 @@ fn normed_input_without_stream_out_leaves_the_stream() {
     let MatvecInput::Normed(mut input) = normed.matvec_input(case) else { unreachable!("a normed case") };
     input.residual.as_mut().expect("a residual case").stream_out = None;
     let mut ops = OpList::new();
-    record_stacked_matvec(&ctx, &mut ops, "normed, stream written elsewhere", &stacked, MatvecInput::Normed(input), &[&output]).unwrap();
+    record_stacked_matvec(
+        &ctx,
+        &mut ops,
+        "normed, stream written elsewhere",
+        &stacked,
+        MatvecInput::Normed(input),
+        &[&output],
+    )
+    .unwrap();
     run(&ctx, &ops, 1);
     let expected: Vec<_> = (0..parts[0].rows).map(|r| parts[0].dot(r, &normed.input)).collect();
     compare("normed without stream out", &ctx.read_f32(&output, 256).unwrap(), &expected).unwrap();
@@ -529,7 +701,16 @@ fn normed_input_that_reads_and_writes_one_stream_buffer_is_an_error() {
     let (_, stacked) = stack(&ctx, GgmlType::Q8_0, 640, &[64], 3);
     let normed = NormedCase::new(&ctx, NormCase::AfterResidual, 640);
     let output = f32_buffer(&ctx, &[0.0; 64]);
-    let input = MatvecInput::Normed(NormedInput { source: &normed.source, norm: &normed.norm, residual: Some(ResidualStream { stream_in: &normed.stream_in, stream_out: Some(&normed.stream_in), post_norm: None }), eps: 1e-6 });
+    let input = MatvecInput::Normed(NormedInput {
+        source: &normed.source,
+        norm: &normed.norm,
+        residual: Some(ResidualStream {
+            stream_in: &normed.stream_in,
+            stream_out: Some(&normed.stream_in),
+            post_norm: None,
+        }),
+        eps: 1e-6,
+    });
     assert!(record_stacked_matvec(&ctx, &mut OpList::new(), "aliased", &stacked, input, &[&output]).is_err());
 }
 
@@ -537,11 +718,16 @@ fn normed_input_that_reads_and_writes_one_stream_buffer_is_an_error() {
 fn matmul_over_parts_of_a_chunked_stack_matches_reference() {
     let ctx = gpu(GpuOptions::default());
     let ty = GgmlType::Q5_0;
-    let parts: Vec<TestMatrix> = [70, 13, 40].iter().enumerate().map(|(i, &rows)| TestMatrix::random(ty, 640, rows, 60 + i as u64)).collect();
+    let parts: Vec<TestMatrix> = [70, 13, 40]
+        .iter()
+        .enumerate()
+        .map(|(i, &rows)| TestMatrix::random(ty, 640, rows, 60 + i as u64))
+        .collect();
     let bytes: Vec<u8> = parts.iter().flat_map(|m| m.bytes.iter().copied()).collect();
     let row_bytes = parts[0].bytes.len() / parts[0].rows;
     // Chunks of 32 rows: every part starts or ends inside a chunk, the second within one.
-    let w = GpuMatrix::upload_with_chunk_limit(&ctx, "w", ty, 640, 123, &bytes, (32 * row_bytes + 4) as u64).unwrap();
+    let w = GpuMatrix::upload_with_chunk_limit(&ctx, "w", ty, 640, 123, &bytes, (32 * row_bytes + 4) as u64)
+        .unwrap();
     assert_eq!(w.chunks.len(), 4);
     let n_tokens = 5u32;
     let x = values(n_tokens as usize * 640, 61);
@@ -556,21 +742,40 @@ fn matmul_over_parts_of_a_chunked_stack_matches_reference() {
         record_matmul_rows(&ctx, &mut ops, "part", &w, rows, &input, &output, &step, n_tokens, None).unwrap();
         run(&ctx, &ops, n_tokens);
         let actual = ctx.read_f32(&output, n_tokens as usize * m.rows).unwrap();
-        let expected: Vec<_> = (0..n_tokens as usize).flat_map(|t| (0..m.rows).map(move |r| (t, r))).map(|(t, r)| m.dot(r, &x[t * 640..(t + 1) * 640])).collect();
-        compare_within(&format!("matmul rows of part {i}"), &actual, &expected, matmul_tolerance(&ctx)).unwrap();
+        let expected: Vec<_> = (0..n_tokens as usize)
+            .flat_map(|t| (0..m.rows).map(move |r| (t, r)))
+            .map(|(t, r)| m.dot(r, &x[t * 640..(t + 1) * 640]))
+            .collect();
+        compare_within(&format!("matmul rows of part {i}"), &actual, &expected, matmul_tolerance(&ctx))
+            .unwrap();
     }
 }
 
 #[test]
 fn split_k_matmul_matches_reference() {
     // Few rows and long rows: the kernel splits K and adds the slices in a second dispatch.
-    for (ctx, (ty, row_len, rows)) in matmul_contexts().iter().flat_map(|ctx| [(GgmlType::Q6_K, 2304, 64), (GgmlType::Q5_0, 6912, 97), (GgmlType::Q8_0, 640, 3)].map(|shape| (ctx.clone(), shape))) {
+    for (ctx, (ty, row_len, rows)) in matmul_contexts().iter().flat_map(|ctx| {
+        [(GgmlType::Q6_K, 2304, 64), (GgmlType::Q5_0, 6912, 97), (GgmlType::Q8_0, 640, 3)]
+            .map(|shape| (ctx.clone(), shape))
+    }) {
         let m = TestMatrix::random(ty, row_len, rows, 71);
         // Room for a few slices only: the split count also follows the scratch size.
         let scratch = ctx.zeroed_storage("splits", (3 * 70 * rows * 4) as u64);
-        let label = format!("split-K {} {rows}x{row_len} (cooperative matrix: {})", ty.name(), ctx.caps.cooperative_matrix);
+        let label = format!(
+            "split-K {} {rows}x{row_len} (cooperative matrix: {})",
+            ty.name(),
+            ctx.caps.cooperative_matrix
+        );
         check_matmul_with(&ctx, &label, &m, &m.upload(&ctx), &[1, 5, 70], Some(&scratch)).unwrap();
-        check_matmul_with(&ctx, &format!("{label} chunked"), &m, &m.upload_chunked(&ctx, rows.div_ceil(2)), &[70], Some(&scratch)).unwrap();
+        check_matmul_with(
+            &ctx,
+            &format!("{label} chunked"),
+            &m,
+            &m.upload_chunked(&ctx, rows.div_ceil(2)),
+            &[70],
+            Some(&scratch),
+        )
+        .unwrap();
     }
 }
 
@@ -584,7 +789,8 @@ fn check_embedding(ctx: &GpuContext, m: &TestMatrix, table: &GpuMatrix, tokens: 
     let output = f32_buffer(ctx, &vec![sentinel; max_tokens as usize * m.row_len]);
     let step = step_buffer(ctx, tokens.len() as u32);
     let mut ops = OpList::new();
-    record_embedding(ctx, &mut ops, "embedding", table, &token_buffer, &output, &step, scale, max_tokens).unwrap();
+    record_embedding(ctx, &mut ops, "embedding", table, &token_buffer, &output, &step, scale, max_tokens)
+        .unwrap();
     run(ctx, &ops, tokens.len() as u32);
     let actual = ctx.read_f32(&output, max_tokens as usize * m.row_len).unwrap();
     for (t, &id) in tokens.iter().enumerate() {
@@ -595,10 +801,18 @@ fn check_embedding(ctx: &GpuContext, m: &TestMatrix, table: &GpuMatrix, tokens: 
             let reference = if (id as usize) < m.rows { f64::from(m.row(id as usize)[k]) } else { 0.0 };
             let expected = reference * f64::from(scale);
             let tolerance = f64::from(scale) * 1e-6 * (1.0 + reference.abs());
-            assert!((f64::from(a) - expected).abs() <= tolerance, "{} token {t} (id {id}) value {k}: got {a}, expected {expected}", m.ty.name());
+            assert!(
+                (f64::from(a) - expected).abs() <= tolerance,
+                "{} token {t} (id {id}) value {k}: got {a}, expected {expected}",
+                m.ty.name()
+            );
         }
     }
-    assert!(actual[tokens.len() * m.row_len..].iter().all(|&v| v == sentinel), "{}: wrote past the step's tokens", m.ty.name());
+    assert!(
+        actual[tokens.len() * m.row_len..].iter().all(|&v| v == sentinel),
+        "{}: wrote past the step's tokens",
+        m.ty.name()
+    );
 }
 
 #[test]
@@ -636,7 +850,8 @@ fn unsupported_types_and_shapes_are_errors() {
     let small = ctx.zeroed_storage("small", 100);
     assert!(record_matvec(&ctx, &mut ops, "short input", &w, &small, 0, &buffer, 0).is_err());
     assert!(record_matvec(&ctx, &mut ops, "input offset past end", &w, &buffer, 400, &buffer, 0).is_err());
-    assert!(record_matvec(&ctx, &mut ops, "input offset not a multiple of 4", &w, &buffer, 2, &buffer, 0).is_err());
+    assert!(record_matvec(&ctx, &mut ops, "input offset not a multiple of 4", &w, &buffer, 2, &buffer, 0)
+        .is_err());
     let input = ctx.zeroed_storage("input", 10 * 640 * 4);
     assert!(record_matmul(&ctx, &mut ops, "short output", &w, &input, &small, &buffer, 10).is_err());
     assert!(record_matmul(&ctx, &mut ops, "fits", &w, &input, &input, &buffer, 10).is_ok());

@@ -171,7 +171,10 @@ fn candidates_reference(logits: &[f32], params: &SamplingParams) -> Vec<(u32, f6
         let mut cumulative = 0.0;
         for i in 0..count {
             cumulative += weight(i) / denominator;
-            assert!((cumulative - params.top_p as f64).abs() > 1e-4, "test data puts a cumulative probability at top_p: pick others");
+            assert!(
+                (cumulative - params.top_p as f64).abs() > 1e-4,
+                "test data puts a cumulative probability at top_p: pick others"
+            );
             if cumulative >= params.top_p as f64 {
                 count = i + 1;
                 break;
@@ -184,7 +187,8 @@ fn candidates_reference(logits: &[f32], params: &SamplingParams) -> Vec<(u32, f6
             count = cut;
         }
     }
-    let tempered: Vec<f64> = (0..count).map(|i| ((logits[order[i]] - top) as f64 / params.temperature as f64).exp()).collect();
+    let tempered: Vec<f64> =
+        (0..count).map(|i| ((logits[order[i]] - top) as f64 / params.temperature as f64).exp()).collect();
     let total: f64 = tempered.iter().sum();
     (0..count).map(|i| (order[i] as u32, tempered[i] / total)).collect()
 }
@@ -228,7 +232,10 @@ fn full_distribution(logits: &[f32], temperature: f32) -> Vec<(u32, f64)> {
 fn assert_draws_match(label: &str, draws: &[u32], distribution: &[(u32, f64)], seed: u64) {
     for (step, &token) in draws.iter().enumerate() {
         let accepted = acceptable_draws(distribution, uniform_random(seed, step as u32));
-        assert!(accepted.contains(&token), "{label}: step {step} drew {token}, the CPU draw is one of {accepted:?}");
+        assert!(
+            accepted.contains(&token),
+            "{label}: step {step} drew {token}, the CPU draw is one of {accepted:?}"
+        );
     }
 }
 
@@ -255,7 +262,8 @@ fn greedy_is_the_argmax_with_ties_to_the_lowest_id() {
             let drawn = harness.sample(&SamplingParams::greedy(), &[], 1)[0];
             assert_eq!(drawn, argmax(&logits), "{} vocab {vocab}: random logits", label(&ctx));
             // Ties across slices and within one: the lowest id wins.
-            let ties: Vec<usize> = [vocab - 1, vocab / 2, vocab / 2 + 1, vocab / 3].into_iter().filter(|&t| t < vocab).collect();
+            let ties: Vec<usize> =
+                [vocab - 1, vocab / 2, vocab / 2 + 1, vocab / 3].into_iter().filter(|&t| t < vocab).collect();
             for &t in &ties {
                 logits[t] = 20.0;
             }
@@ -282,7 +290,11 @@ fn greedy_reads_nan_and_infinities_as_extremes() {
         assert_eq!(harness.sample(&SamplingParams::greedy(), &[], 1), [0], "{}: all -inf tie", label(&ctx));
         let sampling = SamplingParams { temperature: 1.0, ..SamplingParams::default() };
         let drawn = harness.sample(&sampling, &[], 8);
-        assert!(drawn.iter().all(|&t| t < 3000), "{}: all -inf sampling stays in the vocabulary: {drawn:?}", label(&ctx));
+        assert!(
+            drawn.iter().all(|&t| t < 3000),
+            "{}: all -inf sampling stays in the vocabulary: {drawn:?}",
+            label(&ctx)
+        );
     }
 }
 
@@ -303,16 +315,40 @@ fn repetition_penalty_changes_exactly_the_window_tokens() {
             let window = [order[0], order[3], order[0], 5000, order[10], order[200], order[2]];
             let prompt: Vec<u32> = [outside].into_iter().chain(window).collect();
             harness.set_logits(&logits);
-            let params = SamplingParams { temperature: 1.0, top_k: 256, repetition_penalty: 1.5, repeat_last_n: window.len() as u32, ..SamplingParams::default() };
+            let params = SamplingParams {
+                temperature: 1.0,
+                top_k: 256,
+                repetition_penalty: 1.5,
+                repeat_last_n: window.len() as u32,
+                ..SamplingParams::default()
+            };
             harness.sample(&params, &prompt, 1);
             let expected = candidates_reference(&penalize(&logits, &window, 1.5), &params);
             let actual = harness.sampler.last_candidates(&ctx).unwrap();
-            assert_eq!(actual.iter().map(|c| c.0).collect::<Vec<_>>(), expected.iter().map(|c| c.0).collect::<Vec<_>>(), "{} shift {shift}: ranking", label(&ctx));
+            assert_eq!(
+                actual.iter().map(|c| c.0).collect::<Vec<_>>(),
+                expected.iter().map(|c| c.0).collect::<Vec<_>>(),
+                "{} shift {shift}: ranking",
+                label(&ctx)
+            );
             for ((_, p), (_, q)) in actual.iter().zip(&expected) {
-                assert!((*p as f64 - q).abs() <= PROBABILITY_TOLERANCE, "{} shift {shift}: probability {p} vs {q}", label(&ctx));
+                assert!(
+                    (*p as f64 - q).abs() <= PROBABILITY_TOLERANCE,
+                    "{} shift {shift}: probability {p} vs {q}",
+                    label(&ctx)
+                );
             }
-            let greedy = SamplingParams { repetition_penalty: 1.5, repeat_last_n: window.len() as u32, ..SamplingParams::default() };
-            assert_eq!(harness.sample(&greedy, &prompt, 1)[0], outside, "{} shift {shift}: greedy skips the penalized best", label(&ctx));
+            let greedy = SamplingParams {
+                repetition_penalty: 1.5,
+                repeat_last_n: window.len() as u32,
+                ..SamplingParams::default()
+            };
+            assert_eq!(
+                harness.sample(&greedy, &prompt, 1)[0],
+                outside,
+                "{} shift {shift}: greedy skips the penalized best",
+                label(&ctx)
+            );
         }
     }
 }
@@ -329,7 +365,8 @@ fn penalty_window_follows_generated_tokens_through_the_ring() {
         order.sort_by(|&a, &b| logits[b as usize].total_cmp(&logits[a as usize]));
         let prompt: Vec<u32> = (0..40).map(|i| order[i % 12]).collect();
         harness.set_logits(&logits);
-        let params = SamplingParams { repetition_penalty: 1.3, repeat_last_n: 8, ..SamplingParams::default() };
+        let params =
+            SamplingParams { repetition_penalty: 1.3, repeat_last_n: 8, ..SamplingParams::default() };
         let drawn = harness.sample(&params, &prompt, 16);
         let mut sequence = prompt.clone();
         for (step, &token) in drawn.iter().enumerate() {
@@ -338,7 +375,10 @@ fn penalty_window_follows_generated_tokens_through_the_ring() {
             assert_eq!(token, expected, "{}: step {step}", label(&ctx));
             sequence.push(expected);
         }
-        assert!(drawn.iter().collect::<std::collections::HashSet<_>>().len() > 2, "the penalty makes greedy move on: {drawn:?}");
+        assert!(
+            drawn.iter().collect::<std::collections::HashSet<_>>().len() > 2,
+            "the penalty makes greedy move on: {drawn:?}"
+        );
     }
 }
 
@@ -366,12 +406,21 @@ fn top_k_top_p_and_min_p_keep_the_cpu_candidate_sets() {
                 harness.sample(params, &[], 1);
                 let actual = harness.sampler.last_candidates(&ctx).unwrap();
                 // Top-k of the whole vocabulary is off: a full-distribution draw keeps no list.
-                let full_distribution = params.top_k as usize >= vocab && params.top_p >= 1.0 && params.min_p <= 0.0;
-                let expected = if full_distribution { Vec::new() } else { candidates_reference(&logits, params) };
+                let full_distribution =
+                    params.top_k as usize >= vocab && params.top_p >= 1.0 && params.min_p <= 0.0;
+                let expected =
+                    if full_distribution { Vec::new() } else { candidates_reference(&logits, params) };
                 let context = format!("{} vocab {vocab} {params:?}", label(&ctx));
-                assert_eq!(actual.iter().map(|c| c.0).collect::<Vec<_>>(), expected.iter().map(|c| c.0).collect::<Vec<_>>(), "{context}");
+                assert_eq!(
+                    actual.iter().map(|c| c.0).collect::<Vec<_>>(),
+                    expected.iter().map(|c| c.0).collect::<Vec<_>>(),
+                    "{context}"
+                );
                 for ((_, p), (_, q)) in actual.iter().zip(&expected) {
-                    assert!((*p as f64 - q).abs() <= PROBABILITY_TOLERANCE, "{context}: probability {p} vs {q}");
+                    assert!(
+                        (*p as f64 - q).abs() <= PROBABILITY_TOLERANCE,
+                        "{context}: probability {p} vs {q}"
+                    );
                 }
             }
         }
@@ -396,10 +445,13 @@ fn candidate_sets_stay_exact_when_the_best_tokens_cluster_or_tie() {
     negative_ties[12_345] = -1.0;
     for ctx in contexts() {
         let harness = Harness::new(&ctx, vocab, &[], 16);
-        for (name, logits) in [("clustered", &clustered), ("tied", &tied), ("all but one -inf", &negative_ties)] {
+        for (name, logits) in
+            [("clustered", &clustered), ("tied", &tied), ("all but one -inf", &negative_ties)]
+        {
             harness.set_logits(logits);
             harness.sample(&params, &[], 1);
-            let actual: Vec<u32> = harness.sampler.last_candidates(&ctx).unwrap().iter().map(|c| c.0).collect();
+            let actual: Vec<u32> =
+                harness.sampler.last_candidates(&ctx).unwrap().iter().map(|c| c.0).collect();
             let expected: Vec<u32> = candidates_reference(logits, &params).iter().map(|c| c.0).collect();
             assert_eq!(actual, expected, "{} {name}", label(&ctx));
         }
@@ -473,7 +525,10 @@ fn a_seed_reproduces_its_sequence() {
     for ctx in contexts() {
         let harness = Harness::new(&ctx, 2000, &[], 64);
         harness.set_logits(&random_logits(&mut rng, 2000, 1.0));
-        for params in [SamplingParams { temperature: 1.0, seed: 1234, ..SamplingParams::default() }, SamplingParams { temperature: 1.0, top_p: 0.9, seed: 1234, ..SamplingParams::default() }] {
+        for params in [
+            SamplingParams { temperature: 1.0, seed: 1234, ..SamplingParams::default() },
+            SamplingParams { temperature: 1.0, top_p: 0.9, seed: 1234, ..SamplingParams::default() },
+        ] {
             let first = harness.sample(&params, &[], 20);
             assert_eq!(harness.sample(&params, &[], 20), first, "{}: same seed", label(&ctx));
             let other = harness.sample(&SamplingParams { seed: 1235, ..params.clone() }, &[], 20);
@@ -484,7 +539,12 @@ fn a_seed_reproduces_its_sequence() {
             for _ in 0..20 {
                 harness.run(&params, 1);
             }
-            assert_eq!(ctx.read_u32(harness.sampler.sampled_tokens_buffer(), 20).unwrap(), first, "{}: step by step", label(&ctx));
+            assert_eq!(
+                ctx.read_u32(harness.sampler.sampled_tokens_buffer(), 20).unwrap(),
+                first,
+                "{}: step by step",
+                label(&ctx)
+            );
         }
     }
 }
@@ -515,7 +575,12 @@ fn finish_step_feeds_the_token_and_advances_the_step() {
         harness.run(&SamplingParams::greedy(), 6);
         assert_eq!(harness.step(), [24, 1, 11, 1], "{}: stopped stays set", label(&ctx));
         // Steps 5..=10 wrote ring slots 1, 2, 3, 0, 1, 2.
-        assert_eq!(ctx.read_u32(harness.sampler.sampled_tokens_buffer(), 4).unwrap(), [300, 300, 300, 300], "{}", label(&ctx));
+        assert_eq!(
+            ctx.read_u32(harness.sampler.sampled_tokens_buffer(), 4).unwrap(),
+            [300, 300, 300, 300],
+            "{}",
+            label(&ctx)
+        );
     }
 }
 
@@ -530,11 +595,21 @@ fn invalid_shapes_are_errors() {
     let tokens = ctx.zeroed_storage("tokens", 4);
     let step = ctx.zeroed_storage("step", 16);
     let mut ops = OpList::new();
-    assert!(matches!(sampler.record(&ctx, &mut ops, &small, 0, &tokens, &step), Err(KernelError::InvalidShape { .. })));
+    assert!(matches!(
+        sampler.record(&ctx, &mut ops, &small, 0, &tokens, &step),
+        Err(KernelError::InvalidShape { .. })
+    ));
     let logits = ctx.zeroed_storage("logits", 100 * 4);
-    assert!(matches!(sampler.record(&ctx, &mut ops, &logits, 1, &tokens, &step), Err(KernelError::InvalidShape { .. })));
+    assert!(matches!(
+        sampler.record(&ctx, &mut ops, &logits, 1, &tokens, &step),
+        Err(KernelError::InvalidShape { .. })
+    ));
     sampler.record(&ctx, &mut ops, &logits, 0, &tokens, &step).unwrap();
-    assert_eq!(ops.len(), 5, "slices, threshold, candidates, select and finish: one slice needs no merge round");
+    assert_eq!(
+        ops.len(),
+        5,
+        "slices, threshold, candidates, select and finish: one slice needs no merge round"
+    );
 }
 
 /// Outside candidate mode the candidate kernels are not encoded at all; the greedy and
@@ -548,7 +623,13 @@ fn candidate_kernels_run_only_in_candidate_mode() {
     let (tokens, step) = (ctx.zeroed_storage("tokens", 4), ctx.zeroed_storage("step", 16));
     let mut ops = OpList::new();
     sampler.record(&ctx, &mut ops, &logits, 0, &tokens, &step).unwrap();
-    let encoded = |ops: &OpList| ops.labels().filter(|label| *label != "sampling slices" && *label != "sampling select" && *label != "sampling finish").count();
+    let encoded = |ops: &OpList| {
+        ops.labels()
+            .filter(|label| {
+                *label != "sampling slices" && *label != "sampling select" && *label != "sampling finish"
+            })
+            .count()
+    };
     for (params, candidate_kernels) in [
         (SamplingParams::greedy(), 0),
         (SamplingParams { temperature: 0.8, ..SamplingParams::default() }, 0),
@@ -572,7 +653,10 @@ fn sampler_step_times() {
         ("greedy", SamplingParams::greedy()),
         ("greedy + penalty", SamplingParams { repetition_penalty: 1.1, ..SamplingParams::default() }),
         ("temperature", sampling.clone()),
-        ("top-k 40, top-p 0.95, min-p 0.05", SamplingParams { top_k: 40, top_p: 0.95, min_p: 0.05, ..sampling }),
+        (
+            "top-k 40, top-p 0.95, min-p 0.05",
+            SamplingParams { top_k: 40, top_p: 0.95, min_p: 0.05, ..sampling },
+        ),
     ];
     for ctx in contexts() {
         for vocab in [16usize, 262_144] {
@@ -584,7 +668,11 @@ fn sampler_step_times() {
                 let started = std::time::Instant::now();
                 harness.sample(params, &[1, 2, 3], steps);
                 let per_step = started.elapsed().as_secs_f64() * 1e3 / steps as f64;
-                println!("{} ({}), vocab {vocab}, {name}: {per_step:.3} ms/step", ctx.describe(), label(&ctx));
+                println!(
+                    "{} ({}), vocab {vocab}, {name}: {per_step:.3} ms/step",
+                    ctx.describe(),
+                    label(&ctx)
+                );
             }
         }
     }

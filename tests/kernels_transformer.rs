@@ -8,7 +8,10 @@ use std::sync::Arc;
 use doppler_engine::{
     gpu::{GpuContext, GpuOptions, OpList},
     kernels::{
-        attention::{record_attention, record_decode_attention, record_decode_attention_with_qk_step, record_kv_store, AttentionLayer, KvCache},
+        attention::{
+            record_attention, record_decode_attention, record_decode_attention_with_qk_step, record_kv_store,
+            AttentionLayer, KvCache,
+        },
         elementwise::{record_add, record_copy_last_row, record_gated_activation, Activation},
         fused_norm::{record_residual_norm, ResidualRows},
         fused_qk::{record_qk_rope_store, QkNorms, QkStep, QkvRows},
@@ -53,7 +56,10 @@ fn assert_close(label: &str, actual: &[f32], expected: &[f64], abs_tol: f64, rel
     assert_eq!(actual.len(), expected.len(), "{label}: length");
     for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
         let tolerance = abs_tol + rel_tol * e.abs();
-        assert!((a as f64 - e).abs() <= tolerance, "{label}[{i}]: got {a}, expected {e} (tolerance {tolerance})");
+        assert!(
+            (a as f64 - e).abs() <= tolerance,
+            "{label}[{i}]: got {a}, expected {e} (tolerance {tolerance})"
+        );
     }
 }
 
@@ -88,11 +94,26 @@ fn rms_norm_matches_reference_in_all_output_modes() {
             _ => NormOutput::InPlace,
         };
         let mut ops = OpList::new();
-        record_rms_norm(&ctx, &mut ops, "norm", &x_buf, &w_buf, output, &step, dim as u32, rows_per_token, 1e-6).unwrap();
+        record_rms_norm(
+            &ctx,
+            &mut ops,
+            "norm",
+            &x_buf,
+            &w_buf,
+            output,
+            &step,
+            dim as u32,
+            rows_per_token,
+            1e-6,
+        )
+        .unwrap();
         run(&ctx, &ops, n_tokens);
         let (actual, want): (Vec<f32>, Vec<f64>) = match mode {
             "to" => (ctx.read_f32(&out, count).unwrap(), expected.clone()),
-            "add" => (ctx.read_f32(&out, count).unwrap(), expected.iter().zip(&base).map(|(e, &b)| e + b as f64).collect()),
+            "add" => (
+                ctx.read_f32(&out, count).unwrap(),
+                expected.iter().zip(&base).map(|(e, &b)| e + b as f64).collect(),
+            ),
             _ => (ctx.read_f32(&x_buf, count).unwrap(), expected.clone()),
         };
         assert_close(&format!("rms_norm {mode}"), &actual, &want, 1e-5, 1e-5);
@@ -106,7 +127,10 @@ fn rope_table_matches_exact_angles() {
         let theta = pos as f64 * 10_000f64.powf(-2.0 * pair as f64 / 64.0);
         let [c, s] = table[pos * 32 + pair];
         // f32 frequencies times positions up to 300: angles good to ~3e-5 rad.
-        assert!((c as f64 - theta.cos()).abs() < 1e-4 && (s as f64 - theta.sin()).abs() < 1e-4, "pos {pos} pair {pair}");
+        assert!(
+            (c as f64 - theta.cos()).abs() < 1e-4 && (s as f64 - theta.sin()).abs() < 1e-4,
+            "pos {pos} pair {pair}"
+        );
     }
     let scaled = rope_table(10_000.0, 64, 20, 8.0);
     let theta = 16.0f64 / 8.0;
@@ -172,7 +196,9 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     let queries = values(case.n_tokens as usize * q_dim, 12);
     let scale = 1.0 / (case.head_dim as f32).sqrt();
     let cache = KvCache::new(ctx, "test", case.cache_len, case.n_kv_heads, case.head_dim);
-    let rounded = |v: &[f32]| -> Vec<f64> { v.iter().map(|&x| if cache.f16 { f16::from_f32(x).to_f64() } else { x as f64 }).collect() };
+    let rounded = |v: &[f32]| -> Vec<f64> {
+        v.iter().map(|&x| if cache.f16 { f16::from_f32(x).to_f64() } else { x as f64 }).collect()
+    };
 
     let max_tokens = case.history.max(case.n_tokens) as usize;
     let k_buf = ctx.zeroed_storage("k", (max_tokens * kv_dim * 4) as u64);
@@ -183,7 +209,14 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     let mut store = OpList::new();
     record_kv_store(ctx, &mut store, "store", &cache, &k_buf, &v_buf, &step).unwrap();
     let mut attend = OpList::new();
-    let layer = AttentionLayer { cache: &cache, output: &out, step: &step, n_heads: case.n_heads, window: case.window, scale };
+    let layer = AttentionLayer {
+        cache: &cache,
+        output: &out,
+        step: &step,
+        n_heads: case.n_heads,
+        window: case.window,
+        scale,
+    };
     if case.split {
         record_decode_attention(ctx, &mut attend, "attention", &q_buf, &layer).unwrap();
     } else {
@@ -193,8 +226,10 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     // History goes in batches no larger than the step under test, as the engine's prefill
     // does: a ring holds window + one batch, so a single larger batch would overwrite itself.
     // A cache that is no ring takes the history in one batch.
-    let batch = if case.cache_len >= case.history + case.n_tokens { case.history.max(1) } else { case.n_tokens };
-    let mut batches: Vec<(u32, u32)> = (0..case.history).step_by(batch as usize).map(|p| (p, batch.min(case.history - p))).collect();
+    let batch =
+        if case.cache_len >= case.history + case.n_tokens { case.history.max(1) } else { case.n_tokens };
+    let mut batches: Vec<(u32, u32)> =
+        (0..case.history).step_by(batch as usize).map(|p| (p, batch.min(case.history - p))).collect();
     batches.push((case.history, case.n_tokens));
     for (pos, n) in batches {
         let range = pos as usize * kv_dim..(pos + n) as usize * kv_dim;
@@ -222,46 +257,167 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
             let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
             let sum: f64 = weights.iter().sum();
             for d in 0..hd {
-                let value: f64 = (first..=q_pos).zip(&weights).map(|(p, w)| w * v64[p * kv_dim + kv_h * hd + d]).sum();
+                let value: f64 =
+                    (first..=q_pos).zip(&weights).map(|(p, w)| w * v64[p * kv_dim + kv_h * hd + d]).sum();
                 expected[(t * case.n_heads as usize + h) * hd + d] = value / sum;
             }
         }
     }
     // Queries stay f32 on the GPU and scores accumulate in f32 over head_dim terms.
     let actual = ctx.read_f32(&out, expected.len()).unwrap();
-    assert_close(&format!("attention (f16 cache: {}, subgroups: {}, split: {})", cache.f16, ctx.caps.subgroups, case.split), &actual, &expected, 2e-5, 1e-4);
+    assert_close(
+        &format!(
+            "attention (f16 cache: {}, subgroups: {}, split: {})",
+            cache.f16, ctx.caps.subgroups, case.split
+        ),
+        &actual,
+        &expected,
+        2e-5,
+        1e-4,
+    );
 }
 
 #[test]
 fn attention_matches_reference_with_gqa_windows_and_rings() {
     let cases = [
         // Llama-like: GQA 3:1, full attention, more keys than one tile.
-        AttentionCase { n_heads: 6, n_kv_heads: 2, head_dim: 64, window: 0, cache_len: 256, history: 70, n_tokens: 5, split: false },
+        AttentionCase {
+            n_heads: 6,
+            n_kv_heads: 2,
+            head_dim: 64,
+            window: 0,
+            cache_len: 256,
+            history: 70,
+            n_tokens: 5,
+            split: false,
+        },
         // Gemma-like: one kv head, head_dim 256, sliding window over a ring of window + batch.
-        AttentionCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, window: 9, cache_len: 9 + 6, history: 20, n_tokens: 6, split: false },
+        AttentionCase {
+            n_heads: 4,
+            n_kv_heads: 1,
+            head_dim: 256,
+            window: 9,
+            cache_len: 9 + 6,
+            history: 20,
+            n_tokens: 6,
+            split: false,
+        },
         // Prefill blocks of 4 queries: 19 tokens (a partial last block), head_dim 128 (several
         // thread groups per column), GQA 2:1, full attention.
-        AttentionCase { n_heads: 4, n_kv_heads: 2, head_dim: 128, window: 0, cache_len: 512, history: 150, n_tokens: 19, split: false },
+        AttentionCase {
+            n_heads: 4,
+            n_kv_heads: 2,
+            head_dim: 128,
+            window: 0,
+            cache_len: 512,
+            history: 150,
+            n_tokens: 19,
+            split: false,
+        },
         // Prefill over more keys than one 256-key tile, so the online softmax rescales.
-        AttentionCase { n_heads: 2, n_kv_heads: 1, head_dim: 64, window: 0, cache_len: 640, history: 520, n_tokens: 9, split: false },
+        AttentionCase {
+            n_heads: 2,
+            n_kv_heads: 1,
+            head_dim: 64,
+            window: 0,
+            cache_len: 640,
+            history: 520,
+            n_tokens: 9,
+            split: false,
+        },
         // Gemma-like prefill: a window shorter than the block's span, on a wrapped ring.
-        AttentionCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, window: 12, cache_len: 12 + 21, history: 40, n_tokens: 21, split: false },
+        AttentionCase {
+            n_heads: 4,
+            n_kv_heads: 1,
+            head_dim: 256,
+            window: 12,
+            cache_len: 12 + 21,
+            history: 40,
+            n_tokens: 21,
+            split: false,
+        },
         // head_dim 24: not a divisor of the workgroup in vec4 columns, so the general kernel.
-        AttentionCase { n_heads: 2, n_kv_heads: 1, head_dim: 24, window: 0, cache_len: 64, history: 10, n_tokens: 7, split: false },
+        AttentionCase {
+            n_heads: 2,
+            n_kv_heads: 1,
+            head_dim: 24,
+            window: 0,
+            cache_len: 64,
+            history: 10,
+            n_tokens: 7,
+            split: false,
+        },
         // Decode: one token.
-        AttentionCase { n_heads: 2, n_kv_heads: 2, head_dim: 32, window: 0, cache_len: 64, history: 33, n_tokens: 1, split: false },
+        AttentionCase {
+            n_heads: 2,
+            n_kv_heads: 2,
+            head_dim: 32,
+            window: 0,
+            cache_len: 64,
+            history: 33,
+            n_tokens: 1,
+            split: false,
+        },
         // Decode split over the keys: 4 slices of 9 keys (the last one short) with GQA.
-        AttentionCase { n_heads: 4, n_kv_heads: 2, head_dim: 32, window: 0, cache_len: 64, history: 33, n_tokens: 1, split: true },
+        AttentionCase {
+            n_heads: 4,
+            n_kv_heads: 2,
+            head_dim: 32,
+            window: 0,
+            cache_len: 64,
+            history: 33,
+            n_tokens: 1,
+            split: true,
+        },
         // 32 slices but 6 keys: most slices are empty and must not count.
-        AttentionCase { n_heads: 2, n_kv_heads: 1, head_dim: 64, window: 0, cache_len: 1024, history: 5, n_tokens: 1, split: true },
+        AttentionCase {
+            n_heads: 2,
+            n_kv_heads: 1,
+            head_dim: 64,
+            window: 0,
+            cache_len: 1024,
+            history: 5,
+            n_tokens: 1,
+            split: true,
+        },
         // Gemma-like sliding window on a wrapped ring, slices longer than a 64-key tile.
-        AttentionCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, window: 600, cache_len: 601, history: 700, n_tokens: 1, split: true },
+        AttentionCase {
+            n_heads: 4,
+            n_kv_heads: 1,
+            head_dim: 256,
+            window: 600,
+            cache_len: 601,
+            history: 700,
+            n_tokens: 1,
+            split: true,
+        },
         // Many slices of long keys: 3000 keys over 32 slices of 94 (two tiles each).
-        AttentionCase { n_heads: 2, n_kv_heads: 1, head_dim: 64, window: 0, cache_len: 4096, history: 2999, n_tokens: 1, split: true },
+        AttentionCase {
+            n_heads: 2,
+            n_kv_heads: 1,
+            head_dim: 64,
+            window: 0,
+            cache_len: 4096,
+            history: 2999,
+            n_tokens: 1,
+            split: true,
+        },
         // Slices of 300 keys: more than one 256-key tile each, so the online softmax rescales.
-        AttentionCase { n_heads: 2, n_kv_heads: 1, head_dim: 64, window: 0, cache_len: 9600, history: 9599, n_tokens: 1, split: true },
+        AttentionCase {
+            n_heads: 2,
+            n_kv_heads: 1,
+            head_dim: 64,
+            window: 0,
+            cache_len: 9600,
+            history: 9599,
+            n_tokens: 1,
+            split: true,
+        },
     ];
-    let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, disable_subgroups: true, ..Default::default() })];
+    let contexts = [
+        gpu(GpuOptions::default()),
+        gpu(GpuOptions { disable_f16: true, disable_subgroups: true, ..Default::default() }),
+    ];
     for ctx in &contexts {
         for case in &cases {
             check_attention(ctx, case);
@@ -281,7 +437,8 @@ fn gated_activations_add_and_last_row_match_reference() {
         let gate_buf = f32_buffer(&ctx, &gate);
         let up_buf = f32_buffer(&ctx, &up);
         let mut ops = OpList::new();
-        record_gated_activation(&ctx, &mut ops, "act", &gate_buf, &up_buf, &step, row_len, activation).unwrap();
+        record_gated_activation(&ctx, &mut ops, "act", &gate_buf, &up_buf, &step, row_len, activation)
+            .unwrap();
         run(&ctx, &ops, n_tokens);
         let expected: Vec<f64> = gate
             .iter()
@@ -289,13 +446,21 @@ fn gated_activations_add_and_last_row_match_reference() {
             .map(|(&g, &u)| {
                 let g = g as f64;
                 let a = match activation {
-                    Activation::GeluTanh => 0.5 * g * (1.0 + (0.7978845608028654 * (g + 0.044715 * g.powi(3))).tanh()),
+                    Activation::GeluTanh => {
+                        0.5 * g * (1.0 + (0.7978845608028654 * (g + 0.044715 * g.powi(3))).tanh())
+                    }
                     Activation::Silu => g / (1.0 + (-g).exp()),
                 };
                 a * u as f64
             })
             .collect();
-        assert_close(&format!("{activation:?}"), &ctx.read_f32(&gate_buf, count).unwrap(), &expected, 1e-5, 1e-5);
+        assert_close(
+            &format!("{activation:?}"),
+            &ctx.read_f32(&gate_buf, count).unwrap(),
+            &expected,
+            1e-5,
+            1e-5,
+        );
     }
 
     let a = f32_buffer(&ctx, &gate);
@@ -307,7 +472,13 @@ fn gated_activations_add_and_last_row_match_reference() {
     run(&ctx, &ops, n_tokens);
     let sums: Vec<f64> = gate.iter().zip(&up).map(|(&x, &y)| x as f64 + y as f64).collect();
     assert_close("add", &ctx.read_f32(&a, count).unwrap(), &sums, 1e-6, 1e-6);
-    assert_close("last row", &ctx.read_f32(&last, row_len as usize).unwrap(), &sums[count - row_len as usize..], 1e-6, 1e-6);
+    assert_close(
+        "last row",
+        &ctx.read_f32(&last, row_len as usize).unwrap(),
+        &sums[count - row_len as usize..],
+        1e-6,
+        1e-6,
+    );
 }
 
 /// Reads back a KV cache buffer as f64, whichever precision it holds.
@@ -366,12 +537,18 @@ fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
     let eps = 1e-6;
     let norms = case.norm.then_some(QkNorms { q: &qn_buf, k: &kn_buf, eps });
     let mut ops = OpList::new();
-    let qk = QkStep { rows: QkvRows { q: &q_buf, k: &k_buf, v: &v_buf }, norms, table: &gpu_table, style: case.style };
+    let qk = QkStep {
+        rows: QkvRows { q: &q_buf, k: &k_buf, v: &v_buf },
+        norms,
+        table: &gpu_table,
+        style: case.style,
+    };
     record_qk_rope_store(ctx, &mut ops, "qk", &qk, &cache, &step, case.n_heads).unwrap();
     run(ctx, &ops, case.n_tokens);
 
     let transform = |x: &[f32], w: &[f32], pos: usize| -> Vec<f64> {
-        let mut row: Vec<f64> = if case.norm { rms_norm_reference(x, w, hd, eps) } else { x.iter().map(|&v| v as f64).collect() };
+        let mut row: Vec<f64> =
+            if case.norm { rms_norm_reference(x, w, hd, eps) } else { x.iter().map(|&v| v as f64).collect() };
         rotate_reference(&mut row, &table, pos, case.rot_dim as usize, case.style);
         row
     };
@@ -396,12 +573,23 @@ fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
     }
     let label = format!("{:?} norm {} f16 {}", case.style, case.norm, cache.f16);
     // f32 norm and rotation as in the unfused kernels; the cache adds f16 rounding (2^-11 relative).
-    assert_close(&format!("q ({label})"), &ctx.read_f32(&q_buf, expected_q.len()).unwrap(), &expected_q, 1e-5, 1e-5);
+    assert_close(
+        &format!("q ({label})"),
+        &ctx.read_f32(&q_buf, expected_q.len()).unwrap(),
+        &expected_q,
+        1e-5,
+        1e-5,
+    );
     let cache_tol = if cache.f16 { 1e-3 } else { 1e-5 };
     let got_k = read_cache(ctx, &cache, &cache.k, cache_floats);
     let got_v = read_cache(ctx, &cache, &cache.v, cache_floats);
-    for (i, ((gk, ek), (gv, ev))) in got_k.iter().zip(&expected_k).zip(got_v.iter().zip(&expected_v)).enumerate() {
-        assert!((gk - ek).abs() <= 1e-5 + cache_tol * ek.abs(), "k cache ({label})[{i}]: got {gk}, expected {ek}");
+    for (i, ((gk, ek), (gv, ev))) in
+        got_k.iter().zip(&expected_k).zip(got_v.iter().zip(&expected_v)).enumerate()
+    {
+        assert!(
+            (gk - ek).abs() <= 1e-5 + cache_tol * ek.abs(),
+            "k cache ({label})[{i}]: got {gk}, expected {ek}"
+        );
         assert!((gv - round(*ev)).abs() <= 1e-6, "v cache ({label})[{i}]: got {gv}, expected {ev}");
     }
 }
@@ -410,12 +598,52 @@ fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
 fn fused_qk_norm_rope_store_matches_separate_steps() {
     let cases = [
         // Gemma-like: q/k norms, NEOX, 4:1 GQA, head_dim 256, a ring that wraps in the batch.
-        QkCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, rot_dim: 256, cache_len: 5, pos: 3, n_tokens: 3, style: RopeStyle::Neox, norm: true },
+        QkCase {
+            n_heads: 4,
+            n_kv_heads: 1,
+            head_dim: 256,
+            rot_dim: 256,
+            cache_len: 5,
+            pos: 3,
+            n_tokens: 3,
+            style: RopeStyle::Neox,
+            norm: true,
+        },
         // Llama-like: no norms, interleaved pairs.
-        QkCase { n_heads: 3, n_kv_heads: 3, head_dim: 64, rot_dim: 64, cache_len: 32, pos: 9, n_tokens: 2, style: RopeStyle::Interleaved, norm: false },
+        QkCase {
+            n_heads: 3,
+            n_kv_heads: 3,
+            head_dim: 64,
+            rot_dim: 64,
+            cache_len: 32,
+            pos: 9,
+            n_tokens: 2,
+            style: RopeStyle::Interleaved,
+            norm: false,
+        },
         // Partial rotation: dimensions past rot_dim pass through, in both styles.
-        QkCase { n_heads: 2, n_kv_heads: 1, head_dim: 32, rot_dim: 16, cache_len: 8, pos: 0, n_tokens: 1, style: RopeStyle::Neox, norm: true },
-        QkCase { n_heads: 2, n_kv_heads: 1, head_dim: 32, rot_dim: 16, cache_len: 8, pos: 40, n_tokens: 1, style: RopeStyle::Interleaved, norm: false },
+        QkCase {
+            n_heads: 2,
+            n_kv_heads: 1,
+            head_dim: 32,
+            rot_dim: 16,
+            cache_len: 8,
+            pos: 0,
+            n_tokens: 1,
+            style: RopeStyle::Neox,
+            norm: true,
+        },
+        QkCase {
+            n_heads: 2,
+            n_kv_heads: 1,
+            head_dim: 32,
+            rot_dim: 16,
+            cache_len: 8,
+            pos: 40,
+            n_tokens: 1,
+            style: RopeStyle::Interleaved,
+            norm: false,
+        },
     ];
     let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, ..Default::default() })];
     for ctx in &contexts {
@@ -454,13 +682,17 @@ fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
     let (qn_buf, kn_buf) = (f32_buffer(ctx, &q_norm), f32_buffer(ctx, &k_norm));
     let norms = case.norm.then_some(QkNorms { q: &qn_buf, k: &kn_buf, eps: 1e-6 });
     let scale = 1.0 / (case.head_dim as f32).sqrt();
-    let label = format!("{:?} norm {} heads {}/{} history {} (f16 cache: {})", case.style, case.norm, case.n_heads, case.n_kv_heads, case.history, ctx.caps.shader_f16);
+    let label = format!(
+        "{:?} norm {} heads {}/{} history {} (f16 cache: {})",
+        case.style, case.norm, case.n_heads, case.n_kv_heads, case.history, ctx.caps.shader_f16
+    );
 
     let mut results = Vec::new();
     for fused in [false, true] {
         let cache = KvCache::new(ctx, "test", case.cache_len, case.n_kv_heads, case.head_dim);
         // The history, one token at a time, so a ring keeps the window's last keys.
-        let (k_row, v_row) = (ctx.zeroed_storage("k row", kv_dim as u64 * 4), ctx.zeroed_storage("v row", kv_dim as u64 * 4));
+        let (k_row, v_row) =
+            (ctx.zeroed_storage("k row", kv_dim as u64 * 4), ctx.zeroed_storage("v row", kv_dim as u64 * 4));
         let step = step_buffer(ctx, 0, 1);
         let mut store = OpList::new();
         record_kv_store(ctx, &mut store, "store", &cache, &k_row, &v_row, &step).unwrap();
@@ -473,9 +705,21 @@ fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
         ctx.queue.write_buffer(&step, 0, bytemuck::cast_slice(&[case.history, 1, 0, 0]));
         let (q_buf, k_buf, v_buf) = (f32_buffer(ctx, &q), f32_buffer(ctx, &k), f32_buffer(ctx, &v));
         let out = ctx.zeroed_storage("out", q_dim as u64 * 4);
-        let qk = QkStep { rows: QkvRows { q: &q_buf, k: &k_buf, v: &v_buf }, norms, table: &table, style: case.style };
+        let qk = QkStep {
+            rows: QkvRows { q: &q_buf, k: &k_buf, v: &v_buf },
+            norms,
+            table: &table,
+            style: case.style,
+        };
         let mut ops = OpList::new();
-        let layer = AttentionLayer { cache: &cache, output: &out, step: &step, n_heads: case.n_heads, window: case.window, scale };
+        let layer = AttentionLayer {
+            cache: &cache,
+            output: &out,
+            step: &step,
+            n_heads: case.n_heads,
+            window: case.window,
+            scale,
+        };
         if fused {
             record_decode_attention_with_qk_step(ctx, &mut ops, "qk", "attention", &qk, &layer).unwrap();
             // Slices (with the q/k step) and merge: one dispatch fewer than the separate path.
@@ -486,7 +730,11 @@ fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
         }
         run(ctx, &ops, 1);
         let cache_values = case.cache_len as usize * kv_dim;
-        results.push((ctx.read_f32(&out, q_dim).unwrap(), read_cache(ctx, &cache, &cache.k, cache_values), read_cache(ctx, &cache, &cache.v, cache_values)));
+        results.push((
+            ctx.read_f32(&out, q_dim).unwrap(),
+            read_cache(ctx, &cache, &cache.k, cache_values),
+            read_cache(ctx, &cache, &cache.v, cache_values),
+        ));
     }
     let (separate, fused) = (&results[0], &results[1]);
     let as_f64 = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
@@ -499,15 +747,58 @@ fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
 fn decode_attention_with_qk_step_matches_qk_step_then_attention() {
     let cases = [
         // Gemma-like: q/k norms, NEOX, 4:1 GQA, head_dim 256, sliding window on a wrapped ring.
-        DecodeQkCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, rot_dim: 256, window: 9, cache_len: 10, history: 20, style: RopeStyle::Neox, norm: true },
+        DecodeQkCase {
+            n_heads: 4,
+            n_kv_heads: 1,
+            head_dim: 256,
+            rot_dim: 256,
+            window: 9,
+            cache_len: 10,
+            history: 20,
+            style: RopeStyle::Neox,
+            norm: true,
+        },
         // Llama-like: no norms, interleaved pairs, 3:1 GQA over 33 keys in several slices.
-        DecodeQkCase { n_heads: 6, n_kv_heads: 2, head_dim: 64, rot_dim: 64, window: 0, cache_len: 64, history: 33, style: RopeStyle::Interleaved, norm: false },
+        DecodeQkCase {
+            n_heads: 6,
+            n_kv_heads: 2,
+            head_dim: 64,
+            rot_dim: 64,
+            window: 0,
+            cache_len: 64,
+            history: 33,
+            style: RopeStyle::Interleaved,
+            norm: false,
+        },
         // Partial rotation; 32 slices over 6 keys, most of them empty.
-        DecodeQkCase { n_heads: 2, n_kv_heads: 1, head_dim: 64, rot_dim: 32, window: 0, cache_len: 1024, history: 5, style: RopeStyle::Neox, norm: true },
+        DecodeQkCase {
+            n_heads: 2,
+            n_kv_heads: 1,
+            head_dim: 64,
+            rot_dim: 32,
+            window: 0,
+            cache_len: 1024,
+            history: 5,
+            style: RopeStyle::Neox,
+            norm: true,
+        },
         // The first token: the only key is the step's own.
-        DecodeQkCase { n_heads: 4, n_kv_heads: 1, head_dim: 256, rot_dim: 256, window: 0, cache_len: 64, history: 0, style: RopeStyle::Neox, norm: true },
+        DecodeQkCase {
+            n_heads: 4,
+            n_kv_heads: 1,
+            head_dim: 256,
+            rot_dim: 256,
+            window: 0,
+            cache_len: 64,
+            history: 0,
+            style: RopeStyle::Neox,
+            norm: true,
+        },
     ];
-    let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, disable_subgroups: true, ..Default::default() })];
+    let contexts = [
+        gpu(GpuOptions::default()),
+        gpu(GpuOptions { disable_f16: true, disable_subgroups: true, ..Default::default() }),
+    ];
     for ctx in &contexts {
         for case in &cases {
             check_decode_attention_with_qk_step(ctx, case);
@@ -534,15 +825,42 @@ fn fused_residual_norm_matches_add_then_norm() {
             let normed = ctx.zeroed_storage("normed", (count * 4) as u64);
             let mut ops = OpList::new();
             let rows = ResidualRows { block_out: &x_buf, hidden: &h_buf, normed: &normed };
-            record_residual_norm(&ctx, &mut ops, "residual", rows, post.then_some(&post_buf), &next_buf, &step, dim as u32, eps).unwrap();
+            record_residual_norm(
+                &ctx,
+                &mut ops,
+                "residual",
+                rows,
+                post.then_some(&post_buf),
+                &next_buf,
+                &step,
+                dim as u32,
+                eps,
+            )
+            .unwrap();
             run(&ctx, &ops, n_tokens);
-            let added: Vec<f64> = if post { rms_norm_reference(&block_out, &post_w, dim, eps) } else { block_out.iter().map(|&v| v as f64).collect() };
+            let added: Vec<f64> = if post {
+                rms_norm_reference(&block_out, &post_w, dim, eps)
+            } else {
+                block_out.iter().map(|&v| v as f64).collect()
+            };
             let new_hidden: Vec<f64> = added.iter().zip(&hidden).map(|(a, &h)| a + h as f64).collect();
             let as_f32: Vec<f32> = new_hidden.iter().map(|&v| v as f32).collect();
             let expected_normed = rms_norm_reference(&as_f32, &next_w, dim, eps);
             let label = format!("dim {dim}, post norm {post}");
-            assert_close(&format!("hidden ({label})"), &ctx.read_f32(&h_buf, count).unwrap(), &new_hidden, 1e-5, 1e-5);
-            assert_close(&format!("normed ({label})"), &ctx.read_f32(&normed, count).unwrap(), &expected_normed, 1e-5, 1e-5);
+            assert_close(
+                &format!("hidden ({label})"),
+                &ctx.read_f32(&h_buf, count).unwrap(),
+                &new_hidden,
+                1e-5,
+                1e-5,
+            );
+            assert_close(
+                &format!("normed ({label})"),
+                &ctx.read_f32(&normed, count).unwrap(),
+                &expected_normed,
+                1e-5,
+                1e-5,
+            );
         }
     }
 }

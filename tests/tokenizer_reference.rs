@@ -11,8 +11,7 @@ use std::time::Instant;
 
 use doppler_engine::gguf::GgufFile;
 use doppler_engine::tokenizer::{
-    encode_chat, BuiltinTemplate, ChatMessage, ChatTemplate, StreamDecoder, TemplateOrigin,
-    Tokenizer,
+    encode_chat, BuiltinTemplate, ChatMessage, ChatTemplate, StreamDecoder, TemplateOrigin, Tokenizer,
 };
 use serde::Deserialize;
 
@@ -52,20 +51,15 @@ fn reference_dir() -> PathBuf {
 
 fn read_reference<T: for<'de> Deserialize<'de>>(file_name: &str) -> T {
     let path = reference_dir().join(file_name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "reading {}: {e} (set DOPPLER_REFERENCE_DIR)",
-            path.display()
-        )
-    });
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e} (set DOPPLER_REFERENCE_DIR)", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
 }
 
 /// The model's GGUF file, or `None` when it is missing and `DOPPLER_ALLOW_MISSING_MODELS=1`.
 fn open_model(file_name: &str) -> Option<GgufFile> {
     let allow_missing = std::env::var("DOPPLER_ALLOW_MISSING_MODELS").as_deref() == Ok("1");
-    let path =
-        std::env::var_os("DOPPLER_TEST_MODELS_DIR").map(|dir| PathBuf::from(dir).join(file_name));
+    let path = std::env::var_os("DOPPLER_TEST_MODELS_DIR").map(|dir| PathBuf::from(dir).join(file_name));
     match path {
         Some(path) if path.is_file() => Some(GgufFile::open(&path).expect("a readable GGUF file")),
         _ if allow_missing => {
@@ -138,30 +132,21 @@ enum Model {
 
 /// Every reference string and edge case (no BOS) and every reference prompt (the model's BOS
 /// rule) must give llama.cpp's ids; all mismatches are listed before failing.
-fn check_against_llama_cpp(
-    tokenizer: &Tokenizer,
-    reference: &str,
-    model: Model,
-    expect_add_bos: bool,
-) {
+fn check_against_llama_cpp(tokenizer: &Tokenizer, reference: &str, model: Model, expect_add_bos: bool) {
     assert_eq!(tokenizer.add_bos(), expect_add_bos, "the model's BOS rule");
     let strings: StringCases = read_reference(&format!("{reference}.tokenizer.json"));
     let prompts: PromptCases = read_reference(&format!("{reference}.json"));
-    assert!(
-        !strings.cases.is_empty() && !prompts.cases.is_empty(),
-        "empty reference"
-    );
+    assert!(!strings.cases.is_empty() && !prompts.cases.is_empty(), "empty reference");
     let cases = strings
         .cases
         .iter()
         .map(|case| (case.text.as_str(), false, case.ids.as_slice()))
-        .chain(prompts.cases.iter().map(|case| {
-            (
-                case.prompt.as_str(),
-                tokenizer.add_bos(),
-                case.prompt_tokens.as_slice(),
-            )
-        }))
+        .chain(
+            prompts
+                .cases
+                .iter()
+                .map(|case| (case.prompt.as_str(), tokenizer.add_bos(), case.prompt_tokens.as_slice())),
+        )
         .chain(LLAMA_CPP_EDGE_CASES.iter().map(|&(text, gemma, smollm2)| {
             let ids = match model {
                 Model::Gemma3 => gemma,
@@ -191,16 +176,8 @@ fn check_against_llama_cpp(
 /// decode inverts encode on the reference strings, and streaming gives the same text.
 fn check_round_trips(tokenizer: &Tokenizer, reference: &str) {
     let strings: StringCases = read_reference(&format!("{reference}.tokenizer.json"));
-    let extra = [
-        "code:\n\tfn main() { println!(\"{}\", 1 + 1); }\n",
-        "mixed 😀 家族 👩🏽‍💻 ✓ ∑ ≠ ½",
-    ];
-    for text in strings
-        .cases
-        .iter()
-        .map(|case| case.text.as_str())
-        .chain(extra)
-    {
+    let extra = ["code:\n\tfn main() { println!(\"{}\", 1 + 1); }\n", "mixed 😀 家族 👩🏽‍💻 ✓ ∑ ≠ ½"];
+    for text in strings.cases.iter().map(|case| case.text.as_str()).chain(extra) {
         let ids = tokenizer.encode(text, false).unwrap();
         assert_eq!(tokenizer.decode(&ids), text, "{reference}: ids {ids:?}");
         let mut decoder = StreamDecoder::new(tokenizer);
@@ -219,42 +196,26 @@ fn gemma3_tokenizer_matches_llama_cpp() {
     check_against_llama_cpp(&tokenizer, GEMMA_REFERENCE, Model::Gemma3, true);
     check_round_trips(&tokenizer, GEMMA_REFERENCE);
 
-    let end_of_turn = tokenizer
-        .token_to_id("<end_of_turn>")
-        .expect("Gemma's end-of-turn token");
+    let end_of_turn = tokenizer.token_to_id("<end_of_turn>").expect("Gemma's end-of-turn token");
     assert_eq!(end_of_turn, 106);
     assert!(tokenizer.end_of_generation_ids().contains(&end_of_turn));
-    assert!(tokenizer
-        .end_of_generation_ids()
-        .contains(&tokenizer.eos_id().unwrap()));
+    assert!(tokenizer.end_of_generation_ids().contains(&tokenizer.eos_id().unwrap()));
 
     // An emoji Gemma spells with byte-fallback tokens streams out whole.
     let ids = tokenizer.encode("🫨", false).unwrap();
     assert!(ids.len() > 1, "expected byte tokens, got {ids:?}");
     let mut decoder = StreamDecoder::new(&tokenizer);
     let pieces: Vec<String> = ids.iter().map(|&id| decoder.push(id)).collect();
-    assert!(
-        pieces[..pieces.len() - 1].iter().all(String::is_empty),
-        "{pieces:?}"
-    );
+    assert!(pieces[..pieces.len() - 1].iter().all(String::is_empty), "{pieces:?}");
     assert_eq!(pieces.last().unwrap(), "🫨");
 
     let template = ChatTemplate::for_model(&gguf, &tokenizer).unwrap();
-    assert_eq!(
-        template.origin(),
-        TemplateOrigin::Builtin(BuiltinTemplate::Gemma)
-    );
-    let messages = [
-        ChatMessage::system("Answer briefly."),
-        ChatMessage::user("What is the capital of France?"),
-    ];
+    assert_eq!(template.origin(), TemplateOrigin::Builtin(BuiltinTemplate::Gemma));
+    let messages =
+        [ChatMessage::system("Answer briefly."), ChatMessage::user("What is the capital of France?")];
     let ids = encode_chat(&tokenizer, &template, &messages).unwrap();
     let start_of_turn = tokenizer.token_to_id("<start_of_turn>").unwrap();
-    assert_eq!(
-        ids[..2],
-        [tokenizer.bos_id().unwrap(), start_of_turn],
-        "exactly one BOS, then the user turn"
-    );
+    assert_eq!(ids[..2], [tokenizer.bos_id().unwrap(), start_of_turn], "exactly one BOS, then the user turn");
     assert_eq!(
         tokenizer.decode(&ids),
         "<bos><start_of_turn>user\nAnswer briefly.\n\nWhat is the capital of France?<end_of_turn>\n<start_of_turn>model\n"
@@ -282,9 +243,5 @@ fn smollm2_tokenizer_matches_llama_cpp() {
          <|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
     );
     let im_start = tokenizer.token_to_id("<|im_start|>").unwrap();
-    assert_eq!(
-        ids.iter().filter(|&&id| id == im_start).count(),
-        3,
-        "{ids:?}"
-    );
+    assert_eq!(ids.iter().filter(|&&id| id == im_start).count(), 3, "{ids:?}");
 }

@@ -10,8 +10,11 @@ use doppler_app::core::{
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let [title, user, assistant]: [String; 3] =
-        std::env::args().skip(1).collect::<Vec<_>>().try_into().map_err(|_| "usage: seed_conversation TITLE USER_MESSAGE ASSISTANT_MESSAGE")?;
+    let [title, user, assistant]: [String; 3] = std::env::args()
+        .skip(1)
+        .collect::<Vec<_>>()
+        .try_into()
+        .map_err(|_| "usage: seed_conversation TITLE USER_MESSAGE ASSISTANT_MESSAGE")?;
     let paths = AppPaths::from_platform().ok_or("no data directory")?;
     let db = Database::open(&paths.database())?.database;
     let conversation = db.create_conversation(&ConversationSettings::default())?;
@@ -25,7 +28,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokens_per_second: 0.0,
         time_to_first_token_ms: 0.0,
     };
-    db.add_reply(&NewReply { conversation_id: conversation.id, parent_id: question.id, content: assistant, stats })?;
+    db.add_reply(&NewReply {
+        conversation_id: conversation.id,
+        parent_id: question.id,
+        content: assistant,
+        stats,
+    })?;
     println!("{}", paths.database().display());
     Ok(())
 }

@@ -13,7 +13,11 @@ use crate::core::app::{navigation_guard, AppPaths, AppState, StartupError};
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 pub fn run() {
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_env("DOPPLER_LOG").unwrap_or_else(|_| "info".into())).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("DOPPLER_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .init();
 
     let state = match AppPaths::from_platform()
         .ok_or(StartupError::NoDataDirectory)
@@ -22,7 +26,11 @@ pub fn run() {
         Ok(state) => state,
         Err(error) => {
             tracing::error!(%error, "cannot start");
-            rfd::MessageDialog::new().set_level(rfd::MessageLevel::Error).set_title("DOPPLER cannot start").set_description(error.to_string()).show();
+            rfd::MessageDialog::new()
+                .set_level(rfd::MessageLevel::Error)
+                .set_title("DOPPLER cannot start")
+                .set_description(error.to_string())
+                .show();
             std::process::exit(1);
         }
     };

@@ -9,7 +9,10 @@ use std::{
 
 use doppler_app::core::{
     chat::{ChatService, GenerationEvent, GenerationSink, ReplyTarget},
-    engine::{EngineWorker, GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest, LoadFailure, LoadObserver, LoadRequest, ModelState},
+    engine::{
+        EngineWorker, GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest,
+        LoadFailure, LoadObserver, LoadRequest, ModelState,
+    },
     storage::{ConversationSettings, Database, FinishReason, Role},
 };
 use doppler_engine::{EngineOptions, GenerateOptions, ModelInfo};
@@ -30,7 +33,9 @@ fn smollm2_path() -> Option<PathBuf> {
         eprintln!("skipping: {why}");
         None
     };
-    let Some(dir) = std::env::var_os("DOPPLER_TEST_MODELS_DIR") else { return missing("DOPPLER_TEST_MODELS_DIR is not set".into()) };
+    let Some(dir) = std::env::var_os("DOPPLER_TEST_MODELS_DIR") else {
+        return missing("DOPPLER_TEST_MODELS_DIR is not set".into());
+    };
     let path = PathBuf::from(dir).join(SMOLLM2_FILE);
     if path.is_file() {
         Some(path)
@@ -56,7 +61,8 @@ impl GenerationSink for Collector {
 impl Collector {
     fn wait_until(&self, what: &str, done: impl Fn(&[GenerationEvent]) -> bool) -> Vec<GenerationEvent> {
         let events = self.events.lock().unwrap();
-        let (events, timeout) = self.changed.wait_timeout_while(events, WAIT, |events| !done(events)).unwrap();
+        let (events, timeout) =
+            self.changed.wait_timeout_while(events, WAIT, |events| !done(events)).unwrap();
         assert!(!timeout.timed_out(), "timed out waiting for {what}; events so far: {:?}", *events);
         events.clone()
     }
@@ -68,7 +74,8 @@ impl Collector {
 
     fn wait_for_tokens(&self, count: usize) {
         self.wait_until("tokens", |events| {
-            events.iter().filter(|e| matches!(e, GenerationEvent::Token { .. })).count() >= count || events.last().is_some_and(is_end)
+            events.iter().filter(|e| matches!(e, GenerationEvent::Token { .. })).count() >= count
+                || events.last().is_some_and(is_end)
         });
     }
 
@@ -90,7 +97,10 @@ impl Collector {
 }
 
 fn is_end(event: &GenerationEvent) -> bool {
-    matches!(event, GenerationEvent::Done { .. } | GenerationEvent::Cancelled | GenerationEvent::Failed { .. })
+    matches!(
+        event,
+        GenerationEvent::Done { .. } | GenerationEvent::Cancelled | GenerationEvent::Failed { .. }
+    )
 }
 
 struct LoadResult(mpsc::Sender<Result<ModelInfo, LoadFailure>>);
@@ -105,7 +115,12 @@ impl LoadObserver for LoadResult {
     }
 }
 
-fn load(worker: &EngineWorker, model_id: &str, path: PathBuf, context_len: Option<u32>) -> Result<ModelInfo, LoadFailure> {
+fn load(
+    worker: &EngineWorker,
+    model_id: &str,
+    path: PathBuf,
+    context_len: Option<u32>,
+) -> Result<ModelInfo, LoadFailure> {
     let (sender, result) = mpsc::channel();
     worker.load(LoadRequest { model_id: model_id.into(), path, context_len }, Box::new(LoadResult(sender)));
     result.recv_timeout(WAIT).expect("the load finishes")
@@ -130,7 +145,12 @@ impl Harness {
     }
 
     fn conversation(&self, max_tokens: u32) -> i64 {
-        let settings = ConversationSettings { temperature: 0.0, seed: Some(7), max_tokens, ..ConversationSettings::default() };
+        let settings = ConversationSettings {
+            temperature: 0.0,
+            seed: Some(7),
+            max_tokens,
+            ..ConversationSettings::default()
+        };
         self.db.create_conversation(&settings).unwrap().id
     }
 
@@ -143,7 +163,12 @@ impl Harness {
 fn harness() -> Option<MutexGuard<'static, Harness>> {
     static HARNESS: OnceLock<Mutex<Harness>> = OnceLock::new();
     let path = smollm2_path()?;
-    Some(HARNESS.get_or_init(|| Mutex::new(Harness::new(path))).lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    Some(
+        HARNESS
+            .get_or_init(|| Mutex::new(Harness::new(path)))
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    )
 }
 
 fn done_message(event: GenerationEvent) -> doppler_app::core::storage::Message {
@@ -164,7 +189,10 @@ fn a_reply_streams_in_and_is_saved_with_its_numbers() {
 
     let events = sink.events();
     assert_eq!(events.first(), Some(&GenerationEvent::Started), "{events:?}");
-    assert!(events.iter().filter(|e| matches!(e, GenerationEvent::Token { .. })).count() >= 2, "tokens stream one by one: {events:?}");
+    assert!(
+        events.iter().filter(|e| matches!(e, GenerationEvent::Token { .. })).count() >= 2,
+        "tokens stream one by one: {events:?}"
+    );
     assert_eq!(sink.streamed_text(), reply.content, "the saved reply is what streamed");
     let stats = reply.generation.clone().unwrap();
     assert!(matches!(stats.finish_reason, FinishReason::Eos | FinishReason::MaxTokens));
@@ -189,7 +217,14 @@ fn stopping_keeps_what_was_generated() {
     let Some(h) = harness() else { return };
     let c = h.conversation(400);
     let sink = Arc::new(Collector::default());
-    let receipt = h.chat.send(c, "Write a very long story about a dragon who learns to paint. Use many chapters.", h.target(&sink)).unwrap();
+    let receipt = h
+        .chat
+        .send(
+            c,
+            "Write a very long story about a dragon who learns to paint. Use many chapters.",
+            h.target(&sink),
+        )
+        .unwrap();
     sink.wait_for_tokens(4);
     assert!(h.chat.stop(receipt.generation_id), "the running generation stops");
     let reply = done_message(sink.wait_for_end());
@@ -206,8 +241,12 @@ fn stopping_keeps_what_was_generated() {
 fn a_second_request_waits_in_a_visible_queue() {
     let Some(h) = harness() else { return };
     let (a, b, c) = (h.conversation(300), h.conversation(6), h.conversation(6));
-    let (sink_a, sink_b, sink_c) = (Arc::new(Collector::default()), Arc::new(Collector::default()), Arc::new(Collector::default()));
-    let first = h.chat.send(a, "Count slowly from one to two hundred, one number per line.", h.target(&sink_a)).unwrap();
+    let (sink_a, sink_b, sink_c) =
+        (Arc::new(Collector::default()), Arc::new(Collector::default()), Arc::new(Collector::default()));
+    let first = h
+        .chat
+        .send(a, "Count slowly from one to two hundred, one number per line.", h.target(&sink_a))
+        .unwrap();
     sink_a.wait_for_tokens(1);
     let second = h.chat.send(b, "Say yes.", h.target(&sink_b)).unwrap();
     let third = h.chat.send(c, "Say no.", h.target(&sink_c)).unwrap();
@@ -215,7 +254,10 @@ fn a_second_request_waits_in_a_visible_queue() {
     assert_eq!(sink_c.events(), [GenerationEvent::Queued { ahead: 2 }]);
     let queue = h.worker.queue();
     assert_eq!(queue.running.map(|r| r.generation_id), Some(first.generation_id));
-    assert_eq!(queue.waiting.iter().map(|w| (w.generation_id, w.conversation_id)).collect::<Vec<_>>(), [(second.generation_id, b), (third.generation_id, c)]);
+    assert_eq!(
+        queue.waiting.iter().map(|w| (w.generation_id, w.conversation_id)).collect::<Vec<_>>(),
+        [(second.generation_id, b), (third.generation_id, c)]
+    );
 
     // Leaving the queue: nothing is generated or saved, and the one behind moves up.
     assert!(h.chat.stop(second.generation_id));
@@ -224,7 +266,10 @@ fn a_second_request_waits_in_a_visible_queue() {
     assert_eq!(h.db.thread(b).unwrap().len(), 1, "only the question");
 
     h.chat.stop(first.generation_id);
-    assert_eq!(done_message(sink_a.wait_for_end()).generation.unwrap().finish_reason, FinishReason::Cancelled);
+    assert_eq!(
+        done_message(sink_a.wait_for_end()).generation.unwrap().finish_reason,
+        FinishReason::Cancelled
+    );
     let reply = done_message(sink_c.wait_for_end());
     assert!(sink_c.events().contains(&GenerationEvent::Started));
     assert_eq!(h.db.thread(c).unwrap().last().unwrap().message.id, reply.id);
@@ -241,7 +286,10 @@ fn closing_the_window_cancels_its_generations() {
     h.chat.send(b, "Tell me everything about the sky.", h.target(&sink_b)).unwrap();
     h.worker.cancel_owned_by("main");
     assert_eq!(sink_b.wait_for_end(), GenerationEvent::Cancelled);
-    assert_eq!(done_message(sink_a.wait_for_end()).generation.unwrap().finish_reason, FinishReason::Cancelled);
+    assert_eq!(
+        done_message(sink_a.wait_for_end()).generation.unwrap().finish_reason,
+        FinishReason::Cancelled
+    );
 }
 
 #[test]
@@ -257,7 +305,10 @@ fn edits_are_sent_on_a_branch_of_their_own() {
     let thread = h.db.thread(c).unwrap();
     assert_eq!(thread.iter().map(|m| m.message.id).collect::<Vec<_>>(), [edited.message.id, reply.id]);
     assert_eq!(thread[0].sibling_ids, [original.message.id, edited.message.id]);
-    assert!(h.chat.edit_and_resend(c, reply.id, "not mine", h.target(&sink2)).is_err(), "replies are not edited");
+    assert!(
+        h.chat.edit_and_resend(c, reply.id, "not mine", h.target(&sink2)).is_err(),
+        "replies are not edited"
+    );
     assert!(h.chat.send(c, "   ", h.target(&sink2)).is_err(), "empty messages are refused");
 }
 
@@ -266,11 +317,17 @@ fn a_full_context_is_reported() {
     let Some(h) = harness() else { return };
     let path = smollm2_path().unwrap();
     load(&h.worker, "smollm2-tiny-context", path, Some(48)).unwrap();
-    let target = |sink: &Arc<Collector>| ReplyTarget { model_id: "smollm2-tiny-context".into(), owner: "main".into(), sink: sink.clone() };
+    let target = |sink: &Arc<Collector>| ReplyTarget {
+        model_id: "smollm2-tiny-context".into(),
+        owner: "main".into(),
+        sink: sink.clone(),
+    };
 
     let long = h.conversation(16);
     let sink = Arc::new(Collector::default());
-    h.chat.send(long, &"Please summarize this sentence about rivers and mountains. ".repeat(10), target(&sink)).unwrap();
+    h.chat
+        .send(long, &"Please summarize this sentence about rivers and mountains. ".repeat(10), target(&sink))
+        .unwrap();
     match sink.wait_for_end() {
         GenerationEvent::Failed { context_full, reason } => assert!(context_full, "{reason}"),
         other => panic!("expected a context-full failure, got {other:?}"),
@@ -299,14 +356,20 @@ fn loading_reports_failures_with_their_reason() {
     std::fs::write(&bogus, b"GGUF but not really a model").unwrap();
     let failure = load(&h.worker, "bogus", bogus, None).expect_err("not a model");
     assert!(matches!(failure, LoadFailure::Model(ref reason) if !reason.is_empty()), "{failure}");
-    assert!(matches!(h.worker.model_states().get("bogus"), Some(ModelState::Failed { reason }) if !reason.is_empty()));
+    assert!(
+        matches!(h.worker.model_states().get("bogus"), Some(ModelState::Failed { reason }) if !reason.is_empty())
+    );
     assert!(matches!(h.worker.model_states().get(MODEL), Some(ModelState::Loaded { .. })));
 
     let sink = Arc::new(Collector::default());
     let c = h.conversation(4);
-    h.chat.send(c, "Hi", ReplyTarget { model_id: "bogus".into(), owner: "main".into(), sink: sink.clone() }).unwrap();
+    h.chat
+        .send(c, "Hi", ReplyTarget { model_id: "bogus".into(), owner: "main".into(), sink: sink.clone() })
+        .unwrap();
     match sink.wait_for_end() {
-        GenerationEvent::Failed { reason, context_full } => assert!(reason.contains("not loaded") && !context_full, "{reason}"),
+        GenerationEvent::Failed { reason, context_full } => {
+            assert!(reason.contains("not loaded") && !context_full, "{reason}")
+        }
         other => panic!("expected a failure, got {other:?}"),
     }
 }
@@ -322,9 +385,13 @@ impl GenerationObserver for Outcome {
     }
     fn finished(self: Box<Self>, outcome: GenerationOutcome) {
         let text = match outcome {
-            GenerationOutcome::Finished(summary) => format!("finished {:?}: {}", summary.stop_reason, summary.text),
+            GenerationOutcome::Finished(summary) => {
+                format!("finished {:?}: {}", summary.stop_reason, summary.text)
+            }
             GenerationOutcome::CancelledWhileQueued => "cancelled while queued".into(),
-            GenerationOutcome::Failed(GenerationFailure::ModelNotLoaded(model)) => format!("not loaded: {model}"),
+            GenerationOutcome::Failed(GenerationFailure::ModelNotLoaded(model)) => {
+                format!("not loaded: {model}")
+            }
             GenerationOutcome::Failed(other) => format!("failed: {other}"),
         };
         self.0.send(text).unwrap();
@@ -347,7 +414,8 @@ fn shutting_down_stops_the_running_generation_and_refuses_new_ones() {
     let tokens = Arc::new(Collector::default());
     worker.generate(request("Tell me a long story."), Box::new(Outcome(running_sender, tokens.clone())));
     let (queued_sender, queued) = mpsc::channel();
-    worker.generate(request("And another."), Box::new(Outcome(queued_sender, Arc::new(Collector::default()))));
+    worker
+        .generate(request("And another."), Box::new(Outcome(queued_sender, Arc::new(Collector::default()))));
     tokens.wait_for_tokens(2);
 
     worker.shutdown(Duration::from_secs(30));

@@ -3,7 +3,9 @@
 
 use std::fs;
 
-use doppler_app::core::storage::{ConversationSettings, Database, FinishReason, GenerationStats, NewReply, OpenError, Role};
+use doppler_app::core::storage::{
+    ConversationSettings, Database, FinishReason, GenerationStats, NewReply, OpenError, Role,
+};
 
 fn open(dir: &tempfile::TempDir) -> Database {
     let opened = Database::open(&dir.path().join("conversations.sqlite3")).expect("opens");
@@ -23,7 +25,14 @@ fn stats(finish_reason: FinishReason) -> GenerationStats {
 }
 
 fn reply(db: &Database, conversation_id: i64, parent_id: i64, content: &str) -> i64 {
-    db.add_reply(&NewReply { conversation_id, parent_id, content: content.into(), stats: stats(FinishReason::Eos) }).unwrap().id
+    db.add_reply(&NewReply {
+        conversation_id,
+        parent_id,
+        content: content.into(),
+        stats: stats(FinishReason::Eos),
+    })
+    .unwrap()
+    .id
 }
 
 fn thread_contents(db: &Database, conversation_id: i64) -> Vec<String> {
@@ -38,7 +47,13 @@ fn a_conversation_keeps_its_messages_in_order_and_names_itself() {
     assert_eq!(conversation.title, "New chat");
     assert!(db.thread(conversation.id).unwrap().is_empty());
 
-    let question = db.add_user_message(conversation.id, None, "  \nWhy is the sky blue? Explain it like I am five years old, please.\nThanks").unwrap();
+    let question = db
+        .add_user_message(
+            conversation.id,
+            None,
+            "  \nWhy is the sky blue? Explain it like I am five years old, please.\nThanks",
+        )
+        .unwrap();
     let answer = db
         .add_reply(&NewReply {
             conversation_id: conversation.id,
@@ -89,7 +104,10 @@ fn regenerations_and_edits_are_branches_that_stay() {
     let q2b = db.add_user_message(c, Some(a1), "q2 edited").unwrap().id;
     assert_eq!(thread_contents(&db, c), ["q1", "a1", "q2 edited"]);
     assert_eq!(db.thread(c).unwrap()[2].sibling_ids, [q2, q2b]);
-    assert_eq!(db.path_to(c, a2).unwrap().iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["q1", "a1", "q2", "a2"]);
+    assert_eq!(
+        db.path_to(c, a2).unwrap().iter().map(|m| m.content.as_str()).collect::<Vec<_>>(),
+        ["q1", "a1", "q2", "a2"]
+    );
 }
 
 #[test]
@@ -100,9 +118,19 @@ fn replies_follow_user_messages_of_their_own_conversation() {
     let c2 = db.create_conversation(&ConversationSettings::default()).unwrap().id;
     let q = db.add_user_message(c1, None, "q").unwrap().id;
     let a = reply(&db, c1, q, "a");
-    let reply_to_reply = db.add_reply(&NewReply { conversation_id: c1, parent_id: a, content: "x".into(), stats: stats(FinishReason::Eos) });
+    let reply_to_reply = db.add_reply(&NewReply {
+        conversation_id: c1,
+        parent_id: a,
+        content: "x".into(),
+        stats: stats(FinishReason::Eos),
+    });
     assert!(reply_to_reply.is_err());
-    let across = db.add_reply(&NewReply { conversation_id: c2, parent_id: q, content: "x".into(), stats: stats(FinishReason::Eos) });
+    let across = db.add_reply(&NewReply {
+        conversation_id: c2,
+        parent_id: q,
+        content: "x".into(),
+        stats: stats(FinishReason::Eos),
+    });
     assert!(across.is_err());
     assert!(db.add_user_message(c2, Some(q), "x").is_err());
     assert!(db.select_branch(c2, q).is_err());
@@ -118,7 +146,13 @@ fn a_stopped_reply_is_kept_with_its_reason() {
         let db = Database::open(&path).unwrap().database;
         c = db.create_conversation(&ConversationSettings::default()).unwrap().id;
         let q = db.add_user_message(c, None, "Tell me a long story").unwrap().id;
-        db.add_reply(&NewReply { conversation_id: c, parent_id: q, content: "Once upon a".into(), stats: stats(FinishReason::Cancelled) }).unwrap();
+        db.add_reply(&NewReply {
+            conversation_id: c,
+            parent_id: q,
+            content: "Once upon a".into(),
+            stats: stats(FinishReason::Cancelled),
+        })
+        .unwrap();
     }
     let db = Database::open(&path).unwrap().database;
     let thread = db.thread(c).unwrap();
@@ -132,7 +166,12 @@ fn search_finds_titles_and_message_text_with_a_snippet() {
     let db = open(&dir);
     let rust = db.create_conversation(&ConversationSettings::default()).unwrap().id;
     let q = db.add_user_message(rust, None, "Rust lifetimes").unwrap().id;
-    reply(&db, rust, q, &format!("{} The borrow checker tracks how long 100% of references live.", "Intro. ".repeat(20)));
+    reply(
+        &db,
+        rust,
+        q,
+        &format!("{} The borrow checker tracks how long 100% of references live.", "Intro. ".repeat(20)),
+    );
     let soup = db.create_conversation(&ConversationSettings::default()).unwrap().id;
     db.add_user_message(soup, None, "A soup recipe").unwrap();
 
@@ -147,7 +186,10 @@ fn search_finds_titles_and_message_text_with_a_snippet() {
     assert_eq!(by_text.len(), 1);
     let snippet = by_text[0].snippet.as_deref().unwrap();
     assert!(snippet.contains("The borrow checker"), "{snippet}");
-    assert!(!snippet.starts_with("Intro. Intro. Intro. Intro. Intro. Intro. Intro."), "the snippet starts near the match: {snippet}");
+    assert!(
+        !snippet.starts_with("Intro. Intro. Intro. Intro. Intro. Intro. Intro."),
+        "the snippet starts near the match: {snippet}"
+    );
 
     // Wildcards are text, not patterns.
     assert_eq!(db.list_conversations(Some("100%")).unwrap().len(), 1);
@@ -173,8 +215,13 @@ fn deleting_a_conversation_deletes_its_messages() {
 fn settings_are_stored_per_conversation_and_app_wide() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir);
-    let custom =
-        ConversationSettings { system_prompt: "Be brief.".into(), temperature: 0.0, seed: Some(42), max_tokens: 64, ..ConversationSettings::default() };
+    let custom = ConversationSettings {
+        system_prompt: "Be brief.".into(),
+        temperature: 0.0,
+        seed: Some(42),
+        max_tokens: 64,
+        ..ConversationSettings::default()
+    };
     let c = db.create_conversation(&ConversationSettings::default()).unwrap().id;
     assert_eq!(db.update_conversation_settings(c, &custom).unwrap().settings, custom);
     assert_eq!(db.conversation(c).unwrap().settings, custom);
@@ -208,7 +255,13 @@ fn a_file_that_is_not_a_database_is_moved_aside_not_overwritten() {
 
     let opened = Database::open(&path).unwrap();
     let recovered = opened.recovered.expect("the damaged file is reported");
-    assert!(recovered.moved_to.file_name().unwrap().to_str().unwrap().starts_with("conversations.sqlite3.corrupt-"));
+    assert!(recovered
+        .moved_to
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("conversations.sqlite3.corrupt-"));
     assert_eq!(fs::read(&recovered.moved_to).unwrap(), garbage, "the damaged file is kept byte for byte");
     assert!(!recovered.reason.is_empty());
     let c = opened.database.create_conversation(&ConversationSettings::default()).unwrap();
@@ -260,5 +313,11 @@ fn a_database_from_a_newer_version_is_refused_and_left_alone() {
         Ok(_) => panic!("a newer schema must not be opened"),
     }
     assert_eq!(fs::read(&path).unwrap(), before);
-    assert_eq!(fs::read_dir(dir.path()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains("corrupt")).count(), 0);
+    assert_eq!(
+        fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains("corrupt"))
+            .count(),
+        0
+    );
 }

@@ -13,7 +13,10 @@ use doppler_engine::{
     gpu::{GpuContext, GpuMatrix, GpuOptions, OpList, StackedMatrix},
     kernels::{
         elementwise::Activation,
-        matmul::{record_gated_matvec, record_matvec, record_stacked_matvec, MatvecInput, NormedInput, ResidualStream},
+        matmul::{
+            record_gated_matvec, record_matvec, record_stacked_matvec, MatvecInput, NormedInput,
+            ResidualStream,
+        },
     },
     quant::random_quantized,
 };
@@ -40,16 +43,58 @@ struct Case {
 const CASES: &[Case] = &[
     // Next to nothing to read: what a dispatch in a chain costs by itself.
     Case { name: "tiny", ty: GgmlType::Q8_0, rows: 64, row_len: 256, product: Product::Plain },
-    Case { name: "1b ffn_gate+up", ty: GgmlType::Q5_0, rows: 6912, row_len: 1152, product: Product::Gated { normed: false } },
-    Case { name: "1b ffn_gate+up normed", ty: GgmlType::Q5_0, rows: 6912, row_len: 1152, product: Product::Gated { normed: true } },
+    Case {
+        name: "1b ffn_gate+up",
+        ty: GgmlType::Q5_0,
+        rows: 6912,
+        row_len: 1152,
+        product: Product::Gated { normed: false },
+    },
+    Case {
+        name: "1b ffn_gate+up normed",
+        ty: GgmlType::Q5_0,
+        rows: 6912,
+        row_len: 1152,
+        product: Product::Gated { normed: true },
+    },
     Case { name: "1b ffn_down q6_k", ty: GgmlType::Q6_K, rows: 1152, row_len: 6912, product: Product::Plain },
     Case { name: "1b ffn_down q4_k", ty: GgmlType::Q4_K, rows: 1152, row_len: 6912, product: Product::Plain },
     Case { name: "1b attn_output", ty: GgmlType::Q4_K, rows: 1152, row_len: 1024, product: Product::Plain },
-    Case { name: "1b attn_qkv normed", ty: GgmlType::Q5_0, rows: 1536, row_len: 1152, product: Product::NormedStack(&[1024, 256, 256]) },
-    Case { name: "1b lm_head slice", ty: GgmlType::Q8_0, rows: 32768, row_len: 1152, product: Product::Plain },
-    Case { name: "270m ffn_gate+up normed", ty: GgmlType::Q5_0, rows: 2048, row_len: 640, product: Product::Gated { normed: true } },
-    Case { name: "270m ffn_down q6_k", ty: GgmlType::Q6_K, rows: 640, row_len: 2048, product: Product::Plain },
-    Case { name: "270m attn_qkv normed", ty: GgmlType::Q5_0, rows: 1536, row_len: 640, product: Product::NormedStack(&[1024, 256, 256]) },
+    Case {
+        name: "1b attn_qkv normed",
+        ty: GgmlType::Q5_0,
+        rows: 1536,
+        row_len: 1152,
+        product: Product::NormedStack(&[1024, 256, 256]),
+    },
+    Case {
+        name: "1b lm_head slice",
+        ty: GgmlType::Q8_0,
+        rows: 32768,
+        row_len: 1152,
+        product: Product::Plain,
+    },
+    Case {
+        name: "270m ffn_gate+up normed",
+        ty: GgmlType::Q5_0,
+        rows: 2048,
+        row_len: 640,
+        product: Product::Gated { normed: true },
+    },
+    Case {
+        name: "270m ffn_down q6_k",
+        ty: GgmlType::Q6_K,
+        rows: 640,
+        row_len: 2048,
+        product: Product::Plain,
+    },
+    Case {
+        name: "270m attn_qkv normed",
+        ty: GgmlType::Q5_0,
+        rows: 1536,
+        row_len: 640,
+        product: Product::NormedStack(&[1024, 256, 256]),
+    },
 ];
 
 struct Options {
@@ -93,7 +138,9 @@ impl Vectors {
         let n = case.row_len as usize;
         let ramp: Vec<f32> = (0..n).map(|i| ((i % 17) as f32 - 8.0) * 0.05).collect();
         let outputs = match case.product {
-            Product::NormedStack(parts) => parts.iter().map(|&rows| ctx.zeroed_storage("output part", rows * 4)).collect(),
+            Product::NormedStack(parts) => {
+                parts.iter().map(|&rows| ctx.zeroed_storage("output part", rows * 4)).collect()
+            }
             _ => Vec::new(),
         };
         Self {
@@ -107,7 +154,11 @@ impl Vectors {
     }
 
     fn normed(&self) -> MatvecInput<'_> {
-        let residual = Some(ResidualStream { stream_in: &self.stream_in, stream_out: Some(&self.stream_out), post_norm: Some(&self.norm) });
+        let residual = Some(ResidualStream {
+            stream_in: &self.stream_in,
+            stream_out: Some(&self.stream_out),
+            post_norm: Some(&self.norm),
+        });
         MatvecInput::Normed(NormedInput { source: &self.input, norm: &self.norm, residual, eps: 1e-6 })
     }
 }
@@ -118,26 +169,46 @@ fn record(ctx: &GpuContext, case: &Case, vectors: &Vectors, chain: usize) -> OpL
     let bytes = |rows: u64| random_quantized(case.ty, case.row_len as usize, rows as usize, 7);
     match case.product {
         Product::Plain => {
-            let w = GpuMatrix::upload(ctx, case.name, case.ty, case.row_len, case.rows, &bytes(case.rows)).expect("upload");
+            let w = GpuMatrix::upload(ctx, case.name, case.ty, case.row_len, case.rows, &bytes(case.rows))
+                .expect("upload");
             for _ in 0..chain {
-                record_matvec(ctx, &mut ops, case.name, &w, &vectors.input, 0, &vectors.output, 0).expect("record");
+                record_matvec(ctx, &mut ops, case.name, &w, &vectors.input, 0, &vectors.output, 0)
+                    .expect("record");
             }
         }
         Product::NormedStack(parts) => {
             let data: Vec<Vec<u8>> = parts.iter().map(|&rows| bytes(rows)).collect();
-            let named: Vec<(&str, u64, &[u8])> = parts.iter().zip(&data).map(|(&rows, data)| ("part", rows, data.as_slice())).collect();
+            let named: Vec<(&str, u64, &[u8])> =
+                parts.iter().zip(&data).map(|(&rows, data)| ("part", rows, data.as_slice())).collect();
             let stack = StackedMatrix::upload(ctx, case.name, case.ty, case.row_len, &named).expect("upload");
             let outputs: Vec<&wgpu::Buffer> = vectors.outputs.iter().collect();
             for _ in 0..chain {
-                record_stacked_matvec(ctx, &mut ops, case.name, &stack, vectors.normed(), &outputs).expect("record");
+                record_stacked_matvec(ctx, &mut ops, case.name, &stack, vectors.normed(), &outputs)
+                    .expect("record");
             }
         }
         Product::Gated { normed } => {
             let (gate, up) = (bytes(case.rows), bytes(case.rows));
-            let stack = StackedMatrix::upload(ctx, case.name, case.ty, case.row_len, &[("gate", case.rows, &gate), ("up", case.rows, &up)]).expect("upload");
+            let stack = StackedMatrix::upload(
+                ctx,
+                case.name,
+                case.ty,
+                case.row_len,
+                &[("gate", case.rows, &gate), ("up", case.rows, &up)],
+            )
+            .expect("upload");
             let input = if normed { vectors.normed() } else { MatvecInput::Vector(&vectors.input) };
             for _ in 0..chain {
-                record_gated_matvec(ctx, &mut ops, case.name, &stack, input, &vectors.output, Activation::GeluTanh).expect("record");
+                record_gated_matvec(
+                    ctx,
+                    &mut ops,
+                    case.name,
+                    &stack,
+                    input,
+                    &vectors.output,
+                    Activation::GeluTanh,
+                )
+                .expect("record");
             }
         }
     }
@@ -155,10 +226,13 @@ fn weight_bytes(case: &Case) -> u64 {
 /// Seconds for one submit of `ops` and the wait for it.
 fn time_submit(ctx: &GpuContext, ops: &OpList) -> f64 {
     let start = Instant::now();
-    let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bench") });
+    let mut encoder =
+        ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bench") });
     ops.encode(&mut encoder, 1, None);
     let submission = ctx.queue.submit([encoder.finish()]);
-    ctx.device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None }).expect("poll");
+    ctx.device
+        .poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })
+        .expect("poll");
     start.elapsed().as_secs_f64()
 }
 
@@ -192,4 +266,3 @@ fn main() {
         );
     }
 }
-

@@ -18,15 +18,25 @@ pub struct PerplexityResult {
 }
 
 /// `progress(chunk, chunks, running_perplexity)` after each chunk.
-pub fn perplexity(model: &std::sync::Arc<LoadedModel>, text: &str, n_ctx: usize, progress: &mut dyn FnMut(usize, usize, f64)) -> Result<PerplexityResult, GenerateError> {
+pub fn perplexity(
+    model: &std::sync::Arc<LoadedModel>,
+    text: &str,
+    n_ctx: usize,
+    progress: &mut dyn FnMut(usize, usize, f64),
+) -> Result<PerplexityResult, GenerateError> {
     let tokenizer = model.tokenizer();
     let tokens = tokenizer.encode(text, tokenizer.add_bos())?;
     if n_ctx < 4 {
-        return Err(GenerateError::InvalidRequest(format!("context of {n_ctx} tokens is too small to score")));
+        return Err(GenerateError::InvalidRequest(format!(
+            "context of {n_ctx} tokens is too small to score"
+        )));
     }
     let chunks = tokens.len() / n_ctx;
     if chunks == 0 {
-        return Err(GenerateError::InvalidRequest(format!("the text has {} tokens, fewer than one context of {n_ctx}", tokens.len())));
+        return Err(GenerateError::InvalidRequest(format!(
+            "the text has {} tokens, fewer than one context of {n_ctx}",
+            tokens.len()
+        )));
     }
     let mut session = model.new_session()?;
     let mut total = 0.0;
@@ -42,5 +52,12 @@ pub fn perplexity(model: &std::sync::Arc<LoadedModel>, text: &str, n_ctx: usize,
         progress(chunk, chunks, (total / scored as f64).exp());
     }
     let mean_nll = total / scored as f64;
-    Ok(PerplexityResult { perplexity: mean_nll.exp(), mean_nll, n_ctx, chunks, text_tokens: tokens.len(), scored_tokens: scored })
+    Ok(PerplexityResult {
+        perplexity: mean_nll.exp(),
+        mean_nll,
+        n_ctx,
+        chunks,
+        text_tokens: tokens.len(),
+        scored_tokens: scored,
+    })
 }

@@ -15,7 +15,8 @@ pub mod synth;
 pub mod tokenizer;
 
 pub use generate::{
-    CancelToken, Engine, EngineOptions, GenerateError, GenerateOptions, GenerationSummary, LoadOptions, LoadProgress, LoadedModel, ModelInfo, Session, StopReason, TokenEvent,
+    CancelToken, Engine, EngineOptions, GenerateError, GenerateOptions, GenerationSummary, LoadOptions,
+    LoadProgress, LoadedModel, ModelInfo, Session, StopReason, TokenEvent,
 };
 pub use kernels::sampling::SamplingParams;
 pub use tokenizer::{ChatMessage, Role};

@@ -13,7 +13,9 @@ use crate::{
 
 #[derive(Debug, thiserror::Error)]
 pub enum SynthError {
-    #[error("unknown synthetic shape '{arch} {size}' (gemma3: 270m, 1b, 4b; llama: llama3.2-1b, qwen2.5-1.5b)")]
+    #[error(
+        "unknown synthetic shape '{arch} {size}' (gemma3: 270m, 1b, 4b; llama: llama3.2-1b, qwen2.5-1.5b)"
+    )]
     UnknownShape { arch: String, size: String },
     #[error("tokenizer donor: {0}")]
     Donor(#[from] GgufError),
@@ -73,8 +75,12 @@ impl SynthShape {
             ("gemma3", "270m") => gemma("270M", 640, 18, 2048, 4, 1, 512),
             ("gemma3", "1b") => gemma("1B", 1152, 26, 6912, 4, 1, 512),
             ("gemma3", "4b") => gemma("4B", 2560, 34, 10240, 8, 4, 1024),
-            ("llama", "llama3.2-1b" | "1b") => llama("Llama-3.2-1B", 2048, 16, 8192, 32, 8, 64, 128_256, 500_000.0),
-            ("llama", "qwen2.5-1.5b" | "1.5b") => llama("Qwen2.5-1.5B", 1536, 28, 8960, 12, 2, 128, 151_936, 1_000_000.0),
+            ("llama", "llama3.2-1b" | "1b") => {
+                llama("Llama-3.2-1B", 2048, 16, 8192, 32, 8, 64, 128_256, 500_000.0)
+            }
+            ("llama", "qwen2.5-1.5b" | "1.5b") => {
+                llama("Qwen2.5-1.5B", 1536, 28, 8960, 12, 2, 128, 151_936, 1_000_000.0)
+            }
             _ => return Err(SynthError::UnknownShape { arch: arch.to_string(), size: size.to_string() }),
         })
     }
@@ -107,12 +113,20 @@ fn gemma_v_type(more_bits: bool) -> GgmlType {
 }
 
 /// Writes a synthetic model of `shape` to `out`, with the tokenizer keys of `donor`.
-pub fn write_synthetic(shape: &SynthShape, donor: &GgufFile, out: &Path, seed: u64) -> Result<u64, SynthError> {
+pub fn write_synthetic(
+    shape: &SynthShape,
+    donor: &GgufFile,
+    out: &Path,
+    seed: u64,
+) -> Result<u64, SynthError> {
     let mut writer = GgufWriter::new();
     let arch = shape.arch;
     let key = |name: &str| format!("{arch}.{name}");
     writer.add_metadata("general.architecture", MetadataValue::String(arch.to_string()))?;
-    writer.add_metadata("general.name", MetadataValue::String(format!("DOPPLER synthetic {arch} {}", shape.label)))?;
+    writer.add_metadata(
+        "general.name",
+        MetadataValue::String(format!("DOPPLER synthetic {arch} {}", shape.label)),
+    )?;
     writer.add_metadata("general.file_type", MetadataValue::U32(15))?;
     writer.add_metadata("general.quantization_version", MetadataValue::U32(2))?;
     writer.add_metadata(key("context_length"), MetadataValue::U32(32_768))?;
@@ -138,7 +152,12 @@ pub fn write_synthetic(shape: &SynthShape, donor: &GgufFile, out: &Path, seed: u
     let kv_dim = u64::from(shape.kv_heads * shape.head_dim);
     let ffn = u64::from(shape.ffn);
     let mut tensor_seed = seed;
-    let mut matrix = |writer: &mut GgufWriter, name: String, row_len: u64, rows: u64, ty: GgmlType| -> Result<(), SynthError> {
+    let mut matrix = |writer: &mut GgufWriter,
+                      name: String,
+                      row_len: u64,
+                      rows: u64,
+                      ty: GgmlType|
+     -> Result<(), SynthError> {
         tensor_seed = tensor_seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let this_seed = tensor_seed;
         writer.add_tensor_streamed(name, &[row_len, rows], ty, move |out: &mut dyn Write| {
@@ -147,7 +166,12 @@ pub fn write_synthetic(shape: &SynthShape, donor: &GgufFile, out: &Path, seed: u
             let mut done = 0;
             while done < rows {
                 let piece = rows_per_piece.max(1).min(rows - done);
-                out.write_all(&random_quantized(ty, row_len as usize, piece as usize, this_seed.wrapping_add(done)))?;
+                out.write_all(&random_quantized(
+                    ty,
+                    row_len as usize,
+                    piece as usize,
+                    this_seed.wrapping_add(done),
+                ))?;
                 done += piece;
             }
             Ok(())
@@ -168,7 +192,13 @@ pub fn write_synthetic(shape: &SynthShape, donor: &GgufFile, out: &Path, seed: u
         let name = |suffix: &str| format!("blk.{layer}.{suffix}.weight");
         let more_bits = use_more_bits(layer, shape.layers);
         let base = q4_k_m_type(GgmlType::Q4_K, shape.hidden);
-        let v_type = if gemma { gemma_v_type(more_bits) } else if more_bits { q4_k_m_type(GgmlType::Q6_K, shape.hidden) } else { base };
+        let v_type = if gemma {
+            gemma_v_type(more_bits)
+        } else if more_bits {
+            q4_k_m_type(GgmlType::Q6_K, shape.hidden)
+        } else {
+            base
+        };
         let down_type = q4_k_m_type(if more_bits { GgmlType::Q6_K } else { GgmlType::Q4_K }, shape.ffn);
         norm(&mut writer, name("attn_norm"), hidden)?;
         matrix(&mut writer, name("attn_q"), hidden, q_dim, base)?;
@@ -193,7 +223,8 @@ pub fn write_synthetic(shape: &SynthShape, donor: &GgufFile, out: &Path, seed: u
 /// Copies every `tokenizer.*` key of `donor`, padding the vocabulary with unused tokens up to
 /// `vocab` so the embedding of the shape and the tokenizer agree.
 fn copy_tokenizer(donor: &GgufFile, vocab: u32, writer: &mut GgufWriter) -> Result<(), SynthError> {
-    let tokens = donor.metadata().get_str_array("tokenizer.ggml.tokens")?.ok_or(SynthError::DonorWithoutTokens)?;
+    let tokens =
+        donor.metadata().get_str_array("tokenizer.ggml.tokens")?.ok_or(SynthError::DonorWithoutTokens)?;
     if tokens.len() > vocab as usize {
         return Err(SynthError::DonorVocabTooLarge { donor: tokens.len(), shape: vocab });
     }

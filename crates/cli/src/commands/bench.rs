@@ -98,9 +98,15 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let vocab = model.config().vocab_size;
     let bos = model.tokenizer().bos_id().unwrap_or(0);
     // A fixed, varied prompt: ids spread over the vocabulary.
-    let prompt: Vec<u32> = std::iter::once(bos).chain((1..args.prompt_tokens).map(|i| (i * 7919 + 13) % vocab)).collect();
+    let prompt: Vec<u32> =
+        std::iter::once(bos).chain((1..args.prompt_tokens).map(|i| (i * 7919 + 13) % vocab)).collect();
     let greedy = SamplingParams::greedy();
-    let options = GenerateOptions { sampling: greedy.clone(), max_tokens: args.gen_tokens, stop: Vec::new(), ignore_eos: true };
+    let options = GenerateOptions {
+        sampling: greedy.clone(),
+        max_tokens: args.gen_tokens,
+        stop: Vec::new(),
+        ignore_eos: true,
+    };
 
     let mut pp = Vec::new();
     let mut tg = Vec::new();
@@ -164,8 +170,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!("{} ({} {}) on {}", report.model, report.architecture, report.quantization, report.adapter);
-        println!("pp{}: {:.1} ± {:.1} tok/s", args.prompt_tokens, report.pp_tokens_per_second.mean, report.pp_tokens_per_second.stddev);
-        println!("tg{}: {:.1} ± {:.1} tok/s", args.gen_tokens, report.tg_tokens_per_second.mean, report.tg_tokens_per_second.stddev);
+        println!(
+            "pp{}: {:.1} ± {:.1} tok/s",
+            args.prompt_tokens, report.pp_tokens_per_second.mean, report.pp_tokens_per_second.stddev
+        );
+        println!(
+            "tg{}: {:.1} ± {:.1} tok/s",
+            args.gen_tokens, report.tg_tokens_per_second.mean, report.tg_tokens_per_second.stddev
+        );
         println!(
             "ttft {:.2} ms, ms/token p50 {:.3} p90 {:.3}, CPU recording {:.3} ms/token, GPU memory {} MiB",
             report.ttft_ms.mean,
@@ -174,13 +186,21 @@ pub fn run(args: BenchArgs) -> Result<()> {
             report.recording_ms_per_token.mean,
             report.gpu_memory_bytes >> 20
         );
-        for (rows, per) in [(&report.kernels_per_token, "µs/token"), (&report.kernels_per_prefill, "µs/prefill")] {
+        for (rows, per) in
+            [(&report.kernels_per_token, "µs/token"), (&report.kernels_per_prefill, "µs/prefill")]
+        {
             if rows.is_empty() {
                 continue;
             }
             println!("{:<28} {:>6} {:>12} {:>7}", "kernel", "calls", per, "share");
             for row in rows {
-                println!("{:<28} {:>6} {:>12.2} {:>6.1}%", row.kernel, row.dispatches_per_token, row.microseconds_per_token, row.share * 100.0);
+                println!(
+                    "{:<28} {:>6} {:>12.2} {:>6.1}%",
+                    row.kernel,
+                    row.dispatches_per_token,
+                    row.microseconds_per_token,
+                    row.share * 100.0
+                );
             }
         }
     }
@@ -192,7 +212,12 @@ fn profile(session: &mut doppler_engine::Session, bos: u32) -> Result<Vec<Kernel
     session.set_steps_per_submit(1);
     session.set_profiling(true);
     session.reset();
-    let options = GenerateOptions { sampling: SamplingParams::greedy(), max_tokens: 8, stop: Vec::new(), ignore_eos: true };
+    let options = GenerateOptions {
+        sampling: SamplingParams::greedy(),
+        max_tokens: 8,
+        stop: Vec::new(),
+        ignore_eos: true,
+    };
     session.generate(&[bos], &options, &CancelToken::new(), &mut |_| {})?;
     let timings = session.last_step_timings().to_vec();
     session.set_profiling(false);
@@ -225,7 +250,12 @@ fn kernel_table(timings: &[doppler_engine::gpu::KernelTiming]) -> Vec<KernelRow>
     let sum: f64 = totals.iter().map(|t| t.2).sum::<f64>().max(1.0);
     let mut rows: Vec<KernelRow> = totals
         .into_iter()
-        .map(|(kernel, calls, ns)| KernelRow { kernel, dispatches_per_token: calls, microseconds_per_token: ns / 1e3, share: ns / sum })
+        .map(|(kernel, calls, ns)| KernelRow {
+            kernel,
+            dispatches_per_token: calls,
+            microseconds_per_token: ns / 1e3,
+            share: ns / sum,
+        })
         .collect();
     rows.sort_by(|a, b| b.microseconds_per_token.total_cmp(&a.microseconds_per_token));
     rows
@@ -234,7 +264,9 @@ fn kernel_table(timings: &[doppler_engine::gpu::KernelTiming]) -> Vec<KernelRow>
 /// "blk.12.attn_q" → "attn_q": one row per kind of kernel, not per layer.
 fn kernel_kind(label: &str) -> String {
     match label.strip_prefix("blk.") {
-        Some(rest) => rest.split_once('.').map(|(_, kind)| kind.to_string()).unwrap_or_else(|| rest.to_string()),
+        Some(rest) => {
+            rest.split_once('.').map(|(_, kind)| kind.to_string()).unwrap_or_else(|| rest.to_string())
+        }
         None => label.to_string(),
     }
 }

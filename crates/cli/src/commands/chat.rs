@@ -3,7 +3,10 @@ use std::io::{BufRead, Write};
 use anyhow::Result;
 use doppler_engine::{CancelToken, ChatMessage, Role};
 
-use super::{model_loading::{load, ModelArgs}, sampling_args::SamplingArgs};
+use super::{
+    model_loading::{load, ModelArgs},
+    sampling_args::SamplingArgs,
+};
 
 #[derive(clap::Args)]
 pub struct ChatArgs {
@@ -20,7 +23,8 @@ pub fn run(args: ChatArgs) -> Result<()> {
     let model = load(&args.model)?;
     let mut session = model.new_session()?;
     let options = args.sampling.options();
-    let mut messages: Vec<ChatMessage> = args.system.iter().map(|s| ChatMessage { role: Role::System, content: s.clone() }).collect();
+    let mut messages: Vec<ChatMessage> =
+        args.system.iter().map(|s| ChatMessage { role: Role::System, content: s.clone() }).collect();
     eprintln!("{} ready — type a message, /reset to start over, Ctrl-D to quit.", model.info().name);
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
@@ -46,7 +50,10 @@ pub fn run(args: ChatArgs) -> Result<()> {
             let _ = out.flush();
         })?;
         println!();
-        eprintln!("[{} tokens, {:.1} tok/s, {:?}]", summary.generated_tokens, summary.tokens_per_second, summary.stop_reason);
+        eprintln!(
+            "[{} tokens, {:.1} tok/s, {:?}]",
+            summary.generated_tokens, summary.tokens_per_second, summary.stop_reason
+        );
         messages.push(ChatMessage { role: Role::Assistant, content: summary.text });
     }
     Ok(())

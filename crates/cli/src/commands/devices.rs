@@ -14,14 +14,24 @@ pub fn run(args: DevicesArgs) -> Result<()> {
         return Ok(());
     }
     if adapters.is_empty() {
-        anyhow::bail!("no GPU adapter found (on Linux without a GPU, install mesa-vulkan-drivers for lavapipe)");
+        anyhow::bail!(
+            "no GPU adapter found (on Linux without a GPU, install mesa-vulkan-drivers for lavapipe)"
+        );
     }
     for (index, adapter) in adapters.iter().enumerate() {
         let caps = &adapter.capabilities;
-        println!("[{index}] {} — {} {} ({} {})", adapter.name, adapter.backend, adapter.device_type, adapter.driver, adapter.driver_info);
+        println!(
+            "[{index}] {} — {} {} ({} {})",
+            adapter.name, adapter.backend, adapter.device_type, adapter.driver, adapter.driver_info
+        );
         println!(
             "    shader-f16: {}  subgroups: {} (size {}..{})  timestamps: {} (inside passes: {})",
-            caps.shader_f16, caps.subgroups, caps.subgroup_min_size, caps.subgroup_max_size, caps.timestamps, caps.timestamps_inside_passes
+            caps.shader_f16,
+            caps.subgroups,
+            caps.subgroup_min_size,
+            caps.subgroup_max_size,
+            caps.timestamps,
+            caps.timestamps_inside_passes
         );
         println!(
             "    max storage binding: {} MiB  max buffer: {} MiB  workgroup storage: {} KiB",

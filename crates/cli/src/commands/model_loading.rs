@@ -29,7 +29,11 @@ pub fn load(args: &ModelArgs) -> Result<Arc<LoadedModel>> {
 }
 
 /// Loads with an explicit context length and prefill batch size.
-pub fn load_with(args: &ModelArgs, context_len: Option<u32>, max_batch: Option<u32>) -> Result<Arc<LoadedModel>> {
+pub fn load_with(
+    args: &ModelArgs,
+    context_len: Option<u32>,
+    max_batch: Option<u32>,
+) -> Result<Arc<LoadedModel>> {
     let path = resolve_model_path(&args.model)?;
     let engine = Engine::new(EngineOptions::default())?;
     let options = LoadOptions { context_len, max_batch };

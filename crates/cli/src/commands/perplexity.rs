@@ -17,12 +17,14 @@ pub struct PerplexityArgs {
 }
 
 pub fn run(args: PerplexityArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let text =
+        std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let n_ctx = args.model.ctx.unwrap_or(512);
     let model = load_with(&args.model, Some(n_ctx), Some(n_ctx))?;
-    let result = doppler_engine::evaluate::perplexity(&model, &text, n_ctx as usize, &mut |chunk, total, running| {
-        eprintln!("[{}/{}] running PPL = {running:.4}", chunk + 1, total);
-    })?;
+    let result =
+        doppler_engine::evaluate::perplexity(&model, &text, n_ctx as usize, &mut |chunk, total, running| {
+            eprintln!("[{}/{}] running PPL = {running:.4}", chunk + 1, total);
+        })?;
     if args.json {
         println!("{}", serde_json::to_string(&result)?);
     }

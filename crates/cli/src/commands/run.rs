@@ -3,7 +3,10 @@ use std::io::Write;
 use anyhow::Result;
 use doppler_engine::{CancelToken, ChatMessage, Role};
 
-use super::{model_loading::{load, ModelArgs}, sampling_args::SamplingArgs};
+use super::{
+    model_loading::{load, ModelArgs},
+    sampling_args::SamplingArgs,
+};
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -47,7 +50,12 @@ pub fn run(args: RunArgs) -> Result<()> {
         println!("{}", serde_json::json!({ "tokens": summary.tokens, "text": summary.text }));
     } else {
         println!();
-        tracing::info!(tokens = summary.generated_tokens, tokens_per_second = summary.tokens_per_second, ttft_ms = summary.time_to_first_token_ms, "done");
+        tracing::info!(
+            tokens = summary.generated_tokens,
+            tokens_per_second = summary.tokens_per_second,
+            ttft_ms = summary.time_to_first_token_ms,
+            "done"
+        );
     }
     Ok(())
 }

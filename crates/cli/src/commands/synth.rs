@@ -1,7 +1,10 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use doppler_engine::{gguf::GgufFile, synth::{write_synthetic, SynthShape}};
+use doppler_engine::{
+    gguf::GgufFile,
+    synth::{write_synthetic, SynthShape},
+};
 
 use super::model_loading::resolve_model_path;
 
@@ -25,9 +28,17 @@ pub struct SynthArgs {
 
 pub fn run(args: SynthArgs) -> Result<()> {
     let shape = SynthShape::named(&args.arch, &args.size)?;
-    let donor_name = args.tokenizer_from.clone().unwrap_or_else(|| if shape.arch == "gemma3" { "gemma-3-270m".into() } else { "smollm2-135m-instruct".into() });
-    let donor = GgufFile::open(&resolve_model_path(&donor_name)?).with_context(|| format!("opening tokenizer donor {donor_name}"))?;
-    let bytes = write_synthetic(&shape, &donor, &args.out, args.seed).with_context(|| format!("writing {}", args.out.display()))?;
+    let donor_name = args.tokenizer_from.clone().unwrap_or_else(|| {
+        if shape.arch == "gemma3" {
+            "gemma-3-270m".into()
+        } else {
+            "smollm2-135m-instruct".into()
+        }
+    });
+    let donor = GgufFile::open(&resolve_model_path(&donor_name)?)
+        .with_context(|| format!("opening tokenizer donor {donor_name}"))?;
+    let bytes = write_synthetic(&shape, &donor, &args.out, args.seed)
+        .with_context(|| format!("writing {}", args.out.display()))?;
     eprintln!("wrote {} ({} {}, {} MiB)", args.out.display(), shape.arch, shape.label, bytes >> 20);
     Ok(())
 }

@@ -83,20 +83,35 @@ impl Engine {
     }
 
     /// Reads, checks and uploads a GGUF model; nothing about the file is trusted.
-    pub fn load_model(&self, path: &Path, options: LoadOptions, progress: &mut dyn FnMut(LoadProgress)) -> Result<Arc<LoadedModel>, GenerateError> {
+    pub fn load_model(
+        &self,
+        path: &Path,
+        options: LoadOptions,
+        progress: &mut dyn FnMut(LoadProgress),
+    ) -> Result<Arc<LoadedModel>, GenerateError> {
         progress(LoadProgress { fraction: 0.0, stage: "reading" });
         let gguf = GgufFile::open(path)?;
         let config = ModelConfig::from_gguf(&gguf)?;
         let tokenizer = Tokenizer::from_gguf(&gguf)?;
         let template = ChatTemplate::for_model(&gguf, &tokenizer)?;
         if tokenizer.vocab_size() as u32 != config.vocab_size {
-            return Err(GenerateError::InvalidModel(format!("tokenizer has {} tokens but the embedding has {} rows", tokenizer.vocab_size(), config.vocab_size)));
+            return Err(GenerateError::InvalidModel(format!(
+                "tokenizer has {} tokens but the embedding has {} rows",
+                tokenizer.vocab_size(),
+                config.vocab_size
+            )));
         }
         let context_len = options.context_len.unwrap_or(config.train_context.min(DEFAULT_CONTEXT_CAP)).max(1);
         let max_batch = options.max_batch.unwrap_or(DEFAULT_MAX_BATCH).clamp(1, context_len);
-        let weights = ModelWeights::upload(&self.ctx, &gguf, &config, &mut |fraction| progress(LoadProgress { fraction, stage: "uploading weights" }))?;
+        let weights = ModelWeights::upload(&self.ctx, &gguf, &config, &mut |fraction| {
+            progress(LoadProgress { fraction, stage: "uploading weights" })
+        })?;
         let info = ModelInfo {
-            name: gguf.metadata().get_str("general.name")?.map(str::to_string).unwrap_or_else(|| file_stem(path)),
+            name: gguf
+                .metadata()
+                .get_str("general.name")?
+                .map(str::to_string)
+                .unwrap_or_else(|| file_stem(path)),
             architecture: config.architecture.name().to_string(),
             quantization: quantization_label(&gguf),
             file_size: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
@@ -106,7 +121,15 @@ impl Engine {
             vocab_size: config.vocab_size,
         };
         progress(LoadProgress { fraction: 1.0, stage: "ready" });
-        Ok(Arc::new(LoadedModel { ctx: self.ctx.clone(), config, weights, tokenizer, template, info, max_batch }))
+        Ok(Arc::new(LoadedModel {
+            ctx: self.ctx.clone(),
+            config,
+            weights,
+            tokenizer,
+            template,
+            info,
+            max_batch,
+        }))
     }
 }
 

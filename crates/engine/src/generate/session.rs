@@ -6,11 +6,7 @@ use std::{
 
 use serde::Serialize;
 
-use super::{
-    engine::LoadedModel,
-    stop_strings::StopStringFilter,
-    CancelToken, GenerateError,
-};
+use super::{engine::LoadedModel, stop_strings::StopStringFilter, CancelToken, GenerateError};
 use crate::{
     gpu::{map_and_read, map_and_read_after, KernelProfiler, KernelTiming, OpList},
     kernels::{
@@ -127,9 +123,14 @@ impl Session {
         let config = &model.config;
         let stop_ids = model.tokenizer.end_of_generation_ids().to_vec();
         let sampler = GpuSampler::new(&ctx, config.vocab_size, &stop_ids, 1024)?;
-        let graph = ForwardGraph::new(&ctx, config, &model.weights, model.info.context_len, model.max_batch, &|ops: &mut OpList, acts| {
-            sampler.record(&ctx, ops, &acts.logits, 0, &acts.tokens, &acts.step)
-        })?;
+        let graph = ForwardGraph::new(
+            &ctx,
+            config,
+            &model.weights,
+            model.info.context_len,
+            model.max_batch,
+            &|ops: &mut OpList, acts| sampler.record(&ctx, ops, &acts.logits, 0, &acts.tokens, &acts.step),
+        )?;
         let readbacks = std::array::from_fn(|_| {
             ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("token readback"),
@@ -186,14 +187,26 @@ impl Session {
     }
 
     /// Renders `messages` with the model's chat template and generates the reply.
-    pub fn generate_chat(&mut self, messages: &[ChatMessage], options: &GenerateOptions, cancel: &CancelToken, on_token: &mut dyn FnMut(TokenEvent)) -> Result<GenerationSummary, GenerateError> {
+    pub fn generate_chat(
+        &mut self,
+        messages: &[ChatMessage],
+        options: &GenerateOptions,
+        cancel: &CancelToken,
+        on_token: &mut dyn FnMut(TokenEvent),
+    ) -> Result<GenerationSummary, GenerateError> {
         let prompt = encode_chat(&self.model.tokenizer, &self.model.template, messages)?;
         self.generate(&prompt, options, cancel, on_token)
     }
 
     /// Continues the cached conversation with `prompt` (reusing the cached prefix it shares)
     /// and generates until a stop condition; tokens stream to `on_token` as they come.
-    pub fn generate(&mut self, prompt: &[u32], options: &GenerateOptions, cancel: &CancelToken, on_token: &mut dyn FnMut(TokenEvent)) -> Result<GenerationSummary, GenerateError> {
+    pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        options: &GenerateOptions,
+        cancel: &CancelToken,
+        on_token: &mut dyn FnMut(TokenEvent),
+    ) -> Result<GenerationSummary, GenerateError> {
         let context = self.graph.context_len as usize;
         if prompt.is_empty() {
             return Err(GenerateError::EmptyPrompt);
@@ -243,9 +256,16 @@ impl Session {
                     while in_flight.len() < depth {
                         let wanted = fixed_steps.unwrap_or_else(|| match collected {
                             0 => 1,
-                            _ => (TARGET_BATCH_TIME.as_secs_f64() * collected as f64 / decode_started.elapsed().as_secs_f64()) as usize,
+                            _ => {
+                                (TARGET_BATCH_TIME.as_secs_f64() * collected as f64
+                                    / decode_started.elapsed().as_secs_f64())
+                                    as usize
+                            }
                         });
-                        let steps = wanted.clamp(1, steps_cap).min((options.max_tokens as usize).saturating_sub(produced)).min((context - 1).saturating_sub(fed));
+                        let steps = wanted
+                            .clamp(1, steps_cap)
+                            .min((options.max_tokens as usize).saturating_sub(produced))
+                            .min((context - 1).saturating_sub(fed));
                         if steps == 0 {
                             break;
                         }
@@ -312,7 +332,11 @@ impl Session {
             decode_ms,
             decode_recording_ms: recording.as_secs_f64() * 1e3,
             decode_submits: submits,
-            tokens_per_second: if decode_ms > 0.0 { decoded_after_first as f64 / (decode_ms / 1e3) } else { 0.0 },
+            tokens_per_second: if decode_ms > 0.0 {
+                decoded_after_first as f64 / (decode_ms / 1e3)
+            } else {
+                0.0
+            },
         })
     }
 
@@ -322,7 +346,8 @@ impl Session {
     fn reusable_prefix(&self, prompt: &[u32]) -> usize {
         let common = self.cached.iter().zip(prompt).take_while(|(a, b)| a == b).count().min(prompt.len() - 1);
         let rewind = self.cached.len() - common;
-        let smallest_ring = self.graph.caches.iter().map(|c| c.cache_len as usize).min().unwrap_or(usize::MAX);
+        let smallest_ring =
+            self.graph.caches.iter().map(|c| c.cache_len as usize).min().unwrap_or(usize::MAX);
         let ring_intact = self.cached.len() <= smallest_ring || rewind <= self.graph.acts.max_tokens as usize;
         if ring_intact {
             common
@@ -349,10 +374,18 @@ impl Session {
         let steps = steps.min(MAX_STEPS_PER_SUBMIT);
         let readback = self.next_readback;
         self.next_readback = (readback + 1) % DECODE_BATCHES_IN_FLIGHT;
-        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("decode steps") });
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("decode steps") });
         for step in 0..steps {
             self.graph.decode.encode(&mut encoder, 1, self.profiler.as_ref());
-            encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readbacks[readback], step as u64 * 4, 4);
+            encoder.copy_buffer_to_buffer(
+                &self.graph.acts.tokens,
+                0,
+                &self.readbacks[readback],
+                step as u64 * 4,
+                4,
+            );
         }
         let submission = ctx.queue.submit([encoder.finish()]);
         DecodeBatch { steps, readback, submission }
@@ -362,7 +395,12 @@ impl Session {
     /// `input`, the token it started from, and all but its last output enter the cache.
     fn collect_decode(&mut self, input: u32, batch: DecodeBatch) -> Result<Vec<u32>, GenerateError> {
         let ctx = self.model.ctx.clone();
-        let bytes = map_and_read_after(&ctx.device, &self.readbacks[batch.readback], batch.steps as u64 * 4, Some(batch.submission))?;
+        let bytes = map_and_read_after(
+            &ctx.device,
+            &self.readbacks[batch.readback],
+            batch.steps as u64 * 4,
+            Some(batch.submission),
+        )?;
         if let Some(profiler) = &self.profiler {
             self.last_timings = profiler.read(&ctx)?;
         }
@@ -391,7 +429,9 @@ impl Session {
 
     fn submit_and_read(&mut self, n_tokens: u32) -> Result<u32, GenerateError> {
         let ctx = self.model.ctx.clone();
-        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prefill step") });
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prefill step") });
         self.graph.prefill.encode(&mut encoder, n_tokens, self.profiler.as_ref());
         encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readbacks[0], 0, 4);
         ctx.queue.submit([encoder.finish()]);
@@ -404,9 +444,16 @@ impl Session {
 
     /// Runs `tokens` from an empty cache as prefill and returns the token sampled after them
     /// (benchmarks time exactly this).
-    pub fn prefill_from_empty(&mut self, tokens: &[u32], sampling: &SamplingParams) -> Result<u32, GenerateError> {
+    pub fn prefill_from_empty(
+        &mut self,
+        tokens: &[u32],
+        sampling: &SamplingParams,
+    ) -> Result<u32, GenerateError> {
         if tokens.is_empty() || tokens.len() >= self.graph.context_len as usize {
-            return Err(GenerateError::PromptTooLong { prompt_tokens: tokens.len(), context_len: self.graph.context_len as usize });
+            return Err(GenerateError::PromptTooLong {
+                prompt_tokens: tokens.len(),
+                context_len: self.graph.context_len as usize,
+            });
         }
         self.reset();
         self.sampler.set_params(&self.model.ctx.queue, sampling);
@@ -424,9 +471,17 @@ impl Session {
 
     /// Runs `tokens` from an empty cache and returns, for each position `i >= first_scored`,
     /// the negative log-likelihood of `tokens[i]` given the tokens before it.
-    pub fn negative_log_likelihoods(&mut self, tokens: &[u32], first_scored: usize) -> Result<Vec<f64>, GenerateError> {
+    pub fn negative_log_likelihoods(
+        &mut self,
+        tokens: &[u32],
+        first_scored: usize,
+    ) -> Result<Vec<f64>, GenerateError> {
         if tokens.len() > self.graph.acts.max_tokens as usize {
-            return Err(GenerateError::InvalidRequest(format!("{} tokens exceed one prefill batch of {}", tokens.len(), self.graph.acts.max_tokens)));
+            return Err(GenerateError::InvalidRequest(format!(
+                "{} tokens exceed one prefill batch of {}",
+                tokens.len(),
+                self.graph.acts.max_tokens
+            )));
         }
         self.reset();
         self.prefill(tokens)?;
@@ -442,14 +497,25 @@ impl Session {
         for group in positions.chunks(rows.capacity as usize) {
             // Row p - 1 of the final-normed hidden states predicts token p.
             let first_row = group[0] as u64 - 1;
-            let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("lm head rows") });
-            encoder.copy_buffer_to_buffer(&self.graph.acts.normed, first_row * hidden_bytes, &rows.input, 0, group.len() as u64 * hidden_bytes);
+            let mut encoder = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("lm head rows") });
+            encoder.copy_buffer_to_buffer(
+                &self.graph.acts.normed,
+                first_row * hidden_bytes,
+                &rows.input,
+                0,
+                group.len() as u64 * hidden_bytes,
+            );
             ctx.queue.write_buffer(&rows.step, 0, bytemuck::cast_slice(&[0u32, group.len() as u32, 0, 0]));
             rows.ops.encode(&mut encoder, group.len() as u32, None);
             ctx.queue.submit([encoder.finish()]);
             let logits = ctx.read_f32(&rows.logits, group.len() * vocab)?;
             for (row, &position) in group.iter().enumerate() {
-                nlls.push(negative_log_likelihood(&logits[row * vocab..(row + 1) * vocab], tokens[position] as usize));
+                nlls.push(negative_log_likelihood(
+                    &logits[row * vocab..(row + 1) * vocab],
+                    tokens[position] as usize,
+                ));
             }
         }
         Ok(nlls)
@@ -471,10 +537,20 @@ impl RowLogits {
         let vocab_bytes = u64::from(model.config.vocab_size) * 4;
         let capacity = (ctx.caps.max_storage_binding / vocab_bytes).clamp(1, 32) as u32;
         let step = ctx.zeroed_storage("row logits step", 16);
-        let input = ctx.zeroed_storage("row logits input", u64::from(capacity) * u64::from(model.config.hidden) * 4);
+        let input =
+            ctx.zeroed_storage("row logits input", u64::from(capacity) * u64::from(model.config.hidden) * 4);
         let logits = ctx.zeroed_storage("row logits", u64::from(capacity) * vocab_bytes);
         let mut ops = OpList::new();
-        record_matmul(ctx, &mut ops, "lm head rows", model.weights.lm_head(), &input, &logits, &step, capacity)?;
+        record_matmul(
+            ctx,
+            &mut ops,
+            "lm head rows",
+            model.weights.lm_head(),
+            &input,
+            &logits,
+            &step,
+            capacity,
+        )?;
         Ok(RowLogits { capacity, step, input, logits, ops })
     }
 }

@@ -10,11 +10,7 @@ pub(crate) struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        Cursor {
-            bytes,
-            pos: 0,
-            section: Section::Header,
-        }
+        Cursor { bytes, pos: 0, section: Section::Header }
     }
 
     pub(crate) fn position(&self) -> u64 {
@@ -98,9 +94,7 @@ impl<'a> Cursor<'a> {
         min_item_len: u64,
         what: &dyn Fn() -> String,
     ) -> Result<usize, Malformation> {
-        let fits = count
-            .checked_mul(min_item_len)
-            .is_some_and(|n| n <= self.remaining());
+        let fits = count.checked_mul(min_item_len).is_some_and(|n| n <= self.remaining());
         if !fits {
             return Err(Malformation::CountTooLarge {
                 section: self.section,

@@ -14,21 +14,13 @@ pub enum GgufError {
     #[error("{file}: {problem}")]
     Malformed { file: String, problem: Malformation },
     #[error("metadata key '{key}' is {found}, expected {expected}")]
-    MetadataType {
-        key: String,
-        expected: &'static str,
-        found: String,
-    },
+    MetadataType { key: String, expected: &'static str, found: String },
     #[error("metadata key '{key}' is missing")]
     MissingKey { key: String },
     #[error("unknown ggml type id {id}")]
     UnknownGgmlType { id: u32 },
     #[error("row length {row_len} is not a multiple of {type_name}'s block length {block_len}")]
-    RowNotWholeBlocks {
-        type_name: &'static str,
-        row_len: u64,
-        block_len: usize,
-    },
+    RowNotWholeBlocks { type_name: &'static str, row_len: u64, block_len: usize },
     #[error("{type_name} row of {row_len} elements is too large to address")]
     RowTooLarge { type_name: &'static str, row_len: u64 },
 }
@@ -60,28 +52,16 @@ pub enum Malformation {
     BadMagic { found: Vec<u8> },
     #[error("unsupported GGUF version {version} (only versions 2 and 3 are supported{hint})")]
     UnsupportedVersion { version: u32, hint: &'static str },
-    #[error("{section} truncated reading {what}: needs {needed} bytes at offset {offset}, file size {file_size}")]
-    Truncated {
-        section: Section,
-        what: String,
-        offset: u64,
-        needed: u64,
-        file_size: u64,
-    },
-    #[error("{section}: {what} count {count} cannot fit in the {remaining} bytes left after offset {offset}")]
-    CountTooLarge {
-        section: Section,
-        what: String,
-        count: u64,
-        offset: u64,
-        remaining: u64,
-    },
+    #[error(
+        "{section} truncated reading {what}: needs {needed} bytes at offset {offset}, file size {file_size}"
+    )]
+    Truncated { section: Section, what: String, offset: u64, needed: u64, file_size: u64 },
+    #[error(
+        "{section}: {what} count {count} cannot fit in the {remaining} bytes left after offset {offset}"
+    )]
+    CountTooLarge { section: Section, what: String, count: u64, offset: u64, remaining: u64 },
     #[error("{section}: {what} is not valid UTF-8 (at offset {offset})")]
-    InvalidUtf8 {
-        section: Section,
-        what: String,
-        offset: u64,
-    },
+    InvalidUtf8 { section: Section, what: String, offset: u64 },
     #[error("metadata key '{key}': unknown value type id {id}")]
     UnknownValueType { key: String, id: u32 },
     #[error("metadata key '{key}': arrays nested deeper than {max_depth} levels")]
@@ -101,33 +81,17 @@ pub enum Malformation {
     #[error("tensor '{tensor}' has a zero dimension {dims:?}")]
     ZeroDimension { tensor: String, dims: Vec<u64> },
     #[error("tensor '{tensor}': size of {type_name} tensor with dims {dims:?} overflows")]
-    SizeOverflow {
-        tensor: String,
-        type_name: &'static str,
-        dims: Vec<u64>,
-    },
+    SizeOverflow { tensor: String, type_name: &'static str, dims: Vec<u64> },
     #[error("tensor '{tensor}': unknown ggml type id {id}")]
     UnknownTensorType { tensor: String, id: u32 },
-    #[error("tensor '{tensor}': row length {row_len} is not a multiple of {type_name}'s block length {block_len}")]
-    RowNotWholeBlocks {
-        tensor: String,
-        type_name: &'static str,
-        row_len: u64,
-        block_len: usize,
-    },
+    #[error(
+        "tensor '{tensor}': row length {row_len} is not a multiple of {type_name}'s block length {block_len}"
+    )]
+    RowNotWholeBlocks { tensor: String, type_name: &'static str, row_len: u64, block_len: usize },
     #[error("tensor '{tensor}': data offset {offset} is not a multiple of the alignment {alignment}")]
-    MisalignedTensor {
-        tensor: String,
-        offset: u64,
-        alignment: u64,
-    },
+    MisalignedTensor { tensor: String, offset: u64, alignment: u64 },
     #[error("tensor '{tensor}': data offset {offset} overflows when added to the data section start")]
     DataOffsetOverflow { tensor: String, offset: u64 },
     #[error("tensor '{tensor}' data [offset {offset}, {n_bytes} bytes] extends past end of file (size {file_size})")]
-    TensorPastEnd {
-        tensor: String,
-        offset: u64,
-        n_bytes: u64,
-        file_size: u64,
-    },
+    TensorPastEnd { tensor: String, offset: u64, n_bytes: u64, file_size: u64 },
 }

@@ -91,10 +91,7 @@ impl std::fmt::Debug for GgufFile {
 impl GgufFile {
     /// Memory-maps and parses the file at `path`; errors name the path.
     pub fn open(path: &Path) -> Result<GgufFile, GgufError> {
-        let io_error = |source| GgufError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
+        let io_error = |source| GgufError::Io { path: path.to_path_buf(), source };
         let file = File::open(path).map_err(io_error)?;
         // SAFETY: the map is read-only. Another process truncating or rewriting the model
         // file while it is open is outside what we can guard against (as for every mmap reader).
@@ -108,22 +105,15 @@ impl GgufFile {
     }
 
     fn parse(storage: Storage, source: String) -> Result<GgufFile, GgufError> {
-        let parsed = parse_structure(storage.bytes()).map_err(|problem| GgufError::Malformed {
-            file: source.clone(),
-            problem,
-        })?;
+        let parsed = parse_structure(storage.bytes())
+            .map_err(|problem| GgufError::Malformed { file: source.clone(), problem })?;
         Ok(GgufFile {
             storage,
             source,
             version: parsed.version,
             alignment: parsed.alignment,
             metadata: parsed.metadata,
-            tensor_index: parsed
-                .tensors
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (t.name.clone(), i))
-                .collect(),
+            tensor_index: parsed.tensors.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect(),
             tensors: parsed.tensors,
             data_offset: parsed.data_offset,
         })
@@ -175,9 +165,7 @@ impl GgufFile {
     pub fn architecture(&self) -> Result<&str, GgufError> {
         self.metadata
             .get_str("general.architecture")?
-            .ok_or_else(|| GgufError::MissingKey {
-                key: "general.architecture".to_string(),
-            })
+            .ok_or_else(|| GgufError::MissingKey { key: "general.architecture".to_string() })
     }
 }
 
@@ -193,9 +181,7 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, Malformation> {
     let mut cursor = Cursor::new(bytes);
     let magic = cursor.take(4, &|| "magic".to_string())?;
     if magic != GGUF_MAGIC {
-        return Err(Malformation::BadMagic {
-            found: magic.to_vec(),
-        });
+        return Err(Malformation::BadMagic { found: magic.to_vec() });
     }
     let version = cursor.u32(&|| "version".to_string())?;
     if version != 2 && version != 3 {
@@ -227,13 +213,7 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, Malformation> {
     for info in &mut infos {
         info.offset = locate_data(info, data_offset, alignment, bytes.len() as u64)?;
     }
-    Ok(Structure {
-        version,
-        alignment,
-        metadata,
-        tensors: infos,
-        data_offset,
-    })
+    Ok(Structure { version, alignment, metadata, tensors: infos, data_offset })
 }
 
 fn align_up(position: u64, alignment: u64) -> Option<u64> {
@@ -259,21 +239,22 @@ fn read_metadata(cursor: &mut Cursor, kv_count: u64) -> Result<Metadata, Malform
         let key = cursor.str(&|| format!("metadata key #{i}"))?;
         let type_id = cursor.u32(&|| format!("type of metadata key '{key}'"))?;
         let value = read_value(cursor, type_id, key, 0)?;
-        metadata
-            .insert_new(key.to_string(), value)
-            .map_err(|key| Malformation::DuplicateKey { key })?;
+        metadata.insert_new(key.to_string(), value).map_err(|key| Malformation::DuplicateKey { key })?;
     }
     Ok(metadata)
 }
 
 fn value_type(type_id: u32, key: &str) -> Result<ValueType, Malformation> {
-    ValueType::from_id(type_id).ok_or_else(|| Malformation::UnknownValueType {
-        key: key.to_string(),
-        id: type_id,
-    })
+    ValueType::from_id(type_id)
+        .ok_or_else(|| Malformation::UnknownValueType { key: key.to_string(), id: type_id })
 }
 
-fn read_value(cursor: &mut Cursor, type_id: u32, key: &str, depth: usize) -> Result<MetadataValue, Malformation> {
+fn read_value(
+    cursor: &mut Cursor,
+    type_id: u32,
+    key: &str,
+    depth: usize,
+) -> Result<MetadataValue, Malformation> {
     let what = || format!("value of metadata key '{key}'");
     Ok(match value_type(type_id, key)? {
         ValueType::U8 => MetadataValue::U8(cursor.u8(&what)?),
@@ -297,11 +278,7 @@ fn read_bool(cursor: &mut Cursor, key: &str) -> Result<bool, Malformation> {
     match cursor.u8(&|| format!("value of metadata key '{key}'"))? {
         0 => Ok(false),
         1 => Ok(true),
-        value => Err(Malformation::InvalidBool {
-            key: key.to_string(),
-            value,
-            offset,
-        }),
+        value => Err(Malformation::InvalidBool { key: key.to_string(), value, offset }),
     }
 }
 
@@ -322,17 +299,13 @@ fn read_numbers<T, const N: usize>(
 
 fn read_array(cursor: &mut Cursor, key: &str, depth: usize) -> Result<MetadataArray, Malformation> {
     if depth >= MAX_ARRAY_DEPTH {
-        return Err(Malformation::NestingTooDeep {
-            key: key.to_string(),
-            max_depth: MAX_ARRAY_DEPTH,
-        });
+        return Err(Malformation::NestingTooDeep { key: key.to_string(), max_depth: MAX_ARRAY_DEPTH });
     }
     let element_type_id = cursor.u32(&|| format!("element type of metadata array '{key}'"))?;
     let element_type = value_type(element_type_id, key)?;
     let count = cursor.u64(&|| format!("length of metadata array '{key}'"))?;
-    let count = cursor.check_count(count, element_type.min_encoded_len(), &|| {
-        format!("metadata array '{key}' element")
-    })?;
+    let count = cursor
+        .check_count(count, element_type.min_encoded_len(), &|| format!("metadata array '{key}' element"))?;
     Ok(match element_type {
         ValueType::U8 => MetadataArray::U8(read_numbers(cursor, count, key, u8::from_le_bytes)?),
         ValueType::I8 => MetadataArray::I8(read_numbers(cursor, count, key, i8::from_le_bytes)?),
@@ -379,10 +352,7 @@ fn read_tensor_infos(cursor: &mut Cursor, tensor_count: u64) -> Result<Vec<Tenso
         let what = |field: &str| format!("{field} of tensor '{name}'");
         let n_dims = cursor.u32(&|| what("dimension count"))?;
         if n_dims == 0 || n_dims > MAX_DIMS {
-            return Err(Malformation::DimensionCount {
-                tensor: name.to_string(),
-                n_dims,
-            });
+            return Err(Malformation::DimensionCount { tensor: name.to_string(), n_dims });
         }
         let mut dims = Vec::with_capacity(n_dims as usize);
         for _ in 0..n_dims {
@@ -392,20 +362,13 @@ fn read_tensor_infos(cursor: &mut Cursor, tensor_count: u64) -> Result<Vec<Tenso
         let relative_offset = cursor.u64(&|| what("data offset"))?;
 
         if dims.contains(&0) {
-            return Err(Malformation::ZeroDimension {
-                tensor: name.to_string(),
-                dims,
-            });
+            return Err(Malformation::ZeroDimension { tensor: name.to_string(), dims });
         }
-        let ggml_type = GgmlType::from_id(type_id).map_err(|_| Malformation::UnknownTensorType {
-            tensor: name.to_string(),
-            id: type_id,
-        })?;
+        let ggml_type = GgmlType::from_id(type_id)
+            .map_err(|_| Malformation::UnknownTensorType { tensor: name.to_string(), id: type_id })?;
         let n_bytes = tensor_byte_size(name, &dims, ggml_type)?;
         if !seen.insert(name) {
-            return Err(Malformation::DuplicateTensor {
-                tensor: name.to_string(),
-            });
+            return Err(Malformation::DuplicateTensor { tensor: name.to_string() });
         }
         infos.push(TensorInfo {
             name: name.to_string(),
@@ -445,7 +408,12 @@ fn tensor_byte_size(name: &str, dims: &[u64], ggml_type: GgmlType) -> Result<u64
     row_bytes.checked_mul(rows).ok_or_else(overflow)
 }
 
-fn locate_data(info: &TensorInfo, data_offset: u64, alignment: u64, file_size: u64) -> Result<u64, Malformation> {
+fn locate_data(
+    info: &TensorInfo,
+    data_offset: u64,
+    alignment: u64,
+    file_size: u64,
+) -> Result<u64, Malformation> {
     let relative = info.offset;
     if !relative.is_multiple_of(alignment) {
         return Err(Malformation::MisalignedTensor {
@@ -456,13 +424,8 @@ fn locate_data(info: &TensorInfo, data_offset: u64, alignment: u64, file_size: u
     }
     let absolute = data_offset
         .checked_add(relative)
-        .ok_or_else(|| Malformation::DataOffsetOverflow {
-            tensor: info.name.clone(),
-            offset: relative,
-        })?;
-    let within_file = absolute
-        .checked_add(info.n_bytes)
-        .is_some_and(|end| end <= file_size);
+        .ok_or_else(|| Malformation::DataOffsetOverflow { tensor: info.name.clone(), offset: relative })?;
+    let within_file = absolute.checked_add(info.n_bytes).is_some_and(|end| end <= file_size);
     if !within_file {
         return Err(Malformation::TensorPastEnd {
             tensor: info.name.clone(),

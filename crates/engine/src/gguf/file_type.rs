@@ -37,14 +37,7 @@ impl GgufFile {
             (36, "TQ1_0"),
             (37, "TQ2_0"),
         ];
-        let file_type = self
-            .metadata()
-            .get_u32("general.file_type")
-            .ok()
-            .flatten()?;
-        FILE_TYPES
-            .iter()
-            .find(|(id, _)| *id == file_type)
-            .map(|(_, label)| label.to_string())
+        let file_type = self.metadata().get_u32("general.file_type").ok().flatten()?;
+        FILE_TYPES.iter().find(|(id, _)| *id == file_type).map(|(_, label)| label.to_string())
     }
 }

@@ -89,18 +89,11 @@ impl GgmlType {
     }
 
     pub fn from_id(id: u32) -> Result<Self, GgufError> {
-        TRAITS
-            .iter()
-            .find(|row| row.1 == id)
-            .map(|row| row.0)
-            .ok_or(GgufError::UnknownGgmlType { id })
+        TRAITS.iter().find(|row| row.1 == id).map(|row| row.0).ok_or(GgufError::UnknownGgmlType { id })
     }
 
     fn traits(self) -> &'static (GgmlType, u32, &'static str, usize, usize) {
-        TRAITS
-            .iter()
-            .find(|row| row.0 == self)
-            .expect("every GgmlType variant has a TRAITS row")
+        TRAITS.iter().find(|row| row.0 == self).expect("every GgmlType variant has a TRAITS row")
     }
 
     pub fn id(self) -> u32 {
@@ -133,10 +126,7 @@ impl GgmlType {
         }
         (row_len / block_len)
             .checked_mul(self.block_bytes() as u64)
-            .ok_or(GgufError::RowTooLarge {
-                type_name: self.name(),
-                row_len,
-            })
+            .ok_or(GgufError::RowTooLarge { type_name: self.name(), row_len })
     }
 }
 
@@ -179,9 +169,6 @@ mod tests {
             GgmlType::Q4_K.row_bytes(640),
             Err(GgufError::RowNotWholeBlocks { row_len: 640, block_len: 256, .. })
         ));
-        assert!(matches!(
-            GgmlType::F32.row_bytes(u64::MAX),
-            Err(GgufError::RowTooLarge { .. })
-        ));
+        assert!(matches!(GgmlType::F32.row_bytes(u64::MAX), Err(GgufError::RowTooLarge { .. })));
     }
 }

@@ -388,11 +388,7 @@ impl Metadata {
     }
 
     fn type_error(key: &str, expected: &'static str, found: &MetadataValue) -> GgufError {
-        GgufError::MetadataType {
-            key: key.to_string(),
-            expected,
-            found: found.type_description(),
-        }
+        GgufError::MetadataType { key: key.to_string(), expected, found: found.type_description() }
     }
 
     fn get_integer<T: TryFrom<i128>>(
@@ -498,19 +494,14 @@ impl Metadata {
             None => Ok(None),
             Some(MetadataValue::Array(MetadataArray::I32(v))) => Ok(Some(v.clone())),
             Some(value @ MetadataValue::Array(array)) => {
-                let integers = array
-                    .integers()
-                    .ok_or_else(|| Self::type_error(key, EXPECTED, value))?;
-                integers
-                    .into_iter()
-                    .map(i32::try_from)
-                    .collect::<Result<Vec<i32>, _>>()
-                    .map(Some)
-                    .map_err(|_| GgufError::MetadataType {
+                let integers = array.integers().ok_or_else(|| Self::type_error(key, EXPECTED, value))?;
+                integers.into_iter().map(i32::try_from).collect::<Result<Vec<i32>, _>>().map(Some).map_err(
+                    |_| GgufError::MetadataType {
                         key: key.to_string(),
                         expected: EXPECTED,
                         found: format!("{} with out-of-range values", value.type_description()),
-                    })
+                    },
+                )
             }
             Some(other) => Err(Self::type_error(key, EXPECTED, other)),
         }
@@ -546,7 +537,10 @@ mod tests {
         assert_eq!(m.get_i64("neg").unwrap(), Some(-1));
         assert_eq!(m.get_u32("absent").unwrap(), None);
         let err = m.get_u32("neg").unwrap_err();
-        assert_eq!(err.to_string(), "metadata key 'neg' is i32 -1 (out of range), expected an integer fitting u32");
+        assert_eq!(
+            err.to_string(),
+            "metadata key 'neg' is i32 -1 (out of range), expected an integer fitting u32"
+        );
         assert!(matches!(m.get_u32("big"), Err(GgufError::MetadataType { .. })));
         assert!(matches!(m.get_u32("name"), Err(GgufError::MetadataType { key, .. }) if key == "name"));
     }

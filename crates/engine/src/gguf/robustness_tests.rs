@@ -38,10 +38,7 @@ fn malformation(bytes: Vec<u8>) -> Malformation {
 }
 
 fn find(bytes: &[u8], needle: &[u8]) -> usize {
-    bytes
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .expect("needle present")
+    bytes.windows(needle.len()).position(|w| w == needle).expect("needle present")
 }
 
 fn put_u32(bytes: &mut [u8], at: usize, value: u32) {
@@ -132,7 +129,10 @@ fn wrong_magic_is_named() {
     let mut bytes = valid_file();
     bytes[..4].copy_from_slice(b"GGML");
     let err = GgufFile::from_bytes(bytes).unwrap_err();
-    assert_eq!(err.to_string(), "<memory>: not a GGUF file (magic bytes [47, 47, 4d, 4c], expected \"GGUF\")");
+    assert_eq!(
+        err.to_string(),
+        "<memory>: not a GGUF file (magic bytes [47, 47, 4d, 4c], expected \"GGUF\")"
+    );
 }
 
 #[test]
@@ -145,7 +145,10 @@ fn only_versions_2_and_3_are_read() {
                 assert!(accepted, "version {version} accepted");
                 assert_eq!(file.version(), version);
             }
-            Err(GgufError::Malformed { problem: Malformation::UnsupportedVersion { version: v, hint }, .. }) => {
+            Err(GgufError::Malformed {
+                problem: Malformation::UnsupportedVersion { version: v, hint },
+                ..
+            }) => {
                 assert!(!accepted, "version {version} refused");
                 assert_eq!(v, version);
                 match version {
@@ -234,10 +237,7 @@ fn tensor_past_the_end_names_tensor_offset_and_size() {
     put_u64(&mut bytes, offset_at, u64::MAX - 31);
     assert_eq!(
         malformation(bytes),
-        Malformation::DataOffsetOverflow {
-            tensor: "output_norm.weight".into(),
-            offset: u64::MAX - 31
-        }
+        Malformation::DataOffsetOverflow { tensor: "output_norm.weight".into(), offset: u64::MAX - 31 }
     );
 }
 
@@ -250,7 +250,10 @@ fn open_errors_name_the_path() {
     let err = GgufFile::open(&path).unwrap_err();
     std::fs::remove_file(&path).unwrap();
     let message = err.to_string();
-    assert!(message.starts_with(&format!("{}: tensor 'output_norm.weight' data [offset ", path.display())), "{message}");
+    assert!(
+        message.starts_with(&format!("{}: tensor 'output_norm.weight' data [offset ", path.display())),
+        "{message}"
+    );
     assert!(message.ends_with(&format!("extends past end of file (size {})", bytes.len())), "{message}");
 }
 
@@ -261,7 +264,10 @@ fn unknown_tensor_type_names_tensor_and_id() {
         let (.., type_at, _) = tensor_info_fields(&bytes, "blk.0.attn_q.weight");
         put_u32(&mut bytes, type_at, id);
         let err = GgufFile::from_bytes(bytes).unwrap_err();
-        assert_eq!(err.to_string(), format!("<memory>: tensor 'blk.0.attn_q.weight': unknown ggml type id {id}"));
+        assert_eq!(
+            err.to_string(),
+            format!("<memory>: tensor 'blk.0.attn_q.weight': unknown ggml type id {id}")
+        );
     }
 }
 
@@ -272,11 +278,7 @@ fn misaligned_offset_is_refused() {
     put_u64(&mut bytes, offset_at, 100);
     assert_eq!(
         malformation(bytes),
-        Malformation::MisalignedTensor {
-            tensor: "output_norm.weight".into(),
-            offset: 100,
-            alignment: 32
-        }
+        Malformation::MisalignedTensor { tensor: "output_norm.weight".into(), offset: 100, alignment: 32 }
     );
 }
 
@@ -289,10 +291,7 @@ fn dims_are_checked() {
         put_u32(&mut bytes, n_dims_at, n_dims);
         assert_eq!(
             malformation(bytes),
-            Malformation::DimensionCount {
-                tensor: "blk.0.attn_q.weight".into(),
-                n_dims
-            }
+            Malformation::DimensionCount { tensor: "blk.0.attn_q.weight".into(), n_dims }
         );
     }
     let (_, dims_at, ..) = tensor_info_fields(&valid_file(), "blk.0.attn_q.weight");
@@ -307,7 +306,10 @@ fn dims_are_checked() {
         let mut bytes = valid_file();
         put_u64(&mut bytes, dims_at + 8, rows);
         let problem = malformation(bytes);
-        assert!(matches!(&problem, Malformation::SizeOverflow { type_name: "Q8_0", .. }), "{rows}: {problem}");
+        assert!(
+            matches!(&problem, Malformation::SizeOverflow { type_name: "Q8_0", .. }),
+            "{rows}: {problem}"
+        );
     }
     let mut bytes = valid_file();
     put_u64(&mut bytes, dims_at, 1 << 32);
@@ -478,7 +480,11 @@ fn writer_round_trips_every_value_type() {
         ("a.string", StringArray::from_iter(["", "x", "ÿz"]).into()),
         (
             "a.nested",
-            MetadataArray::Array(vec![MetadataArray::U8(vec![1]), MetadataArray::String(StringArray::from_iter(["q"]))]).into(),
+            MetadataArray::Array(vec![
+                MetadataArray::U8(vec![1]),
+                MetadataArray::String(StringArray::from_iter(["q"])),
+            ])
+            .into(),
         ),
     ];
     let mut w = GgufWriter::new();
@@ -505,10 +511,7 @@ fn writer_streams_tensor_data_and_checks_its_length() {
 
     let mut w = GgufWriter::new();
     w.add_tensor_streamed("short", &[32], GgmlType::Q8_0, |out| out.write_all(&[0; 33])).unwrap();
-    assert!(matches!(
-        w.to_bytes(),
-        Err(GgufWriteError::DataLength { expected: 34, actual: 33, .. })
-    ));
+    assert!(matches!(w.to_bytes(), Err(GgufWriteError::DataLength { expected: 34, actual: 33, .. })));
 }
 
 #[test]

@@ -18,18 +18,9 @@ pub enum GgufWriteError {
     #[error("tensor '{tensor}' added twice")]
     DuplicateTensor { tensor: String },
     #[error("tensor '{tensor}' with dims {dims:?} as {type_name}: {reason}")]
-    BadShape {
-        tensor: String,
-        dims: Vec<u64>,
-        type_name: &'static str,
-        reason: &'static str,
-    },
+    BadShape { tensor: String, dims: Vec<u64>, type_name: &'static str, reason: &'static str },
     #[error("tensor '{tensor}': {actual} data bytes given, its shape needs {expected}")]
-    DataLength {
-        tensor: String,
-        expected: u64,
-        actual: u64,
-    },
+    DataLength { tensor: String, expected: u64, actual: u64 },
 }
 
 type DataWriter<'a> = Box<dyn FnOnce(&mut dyn Write) -> io::Result<()> + 'a>;
@@ -132,20 +123,12 @@ impl<'a> GgufWriter<'a> {
     }
 
     fn push(&mut self, name: String, dims: &[u64], ggml_type: GgmlType, n_bytes: u64, data: TensorData<'a>) {
-        self.tensors.push(PendingTensor {
-            name,
-            dims: dims.to_vec(),
-            ggml_type,
-            n_bytes,
-            data,
-        });
+        self.tensors.push(PendingTensor { name, dims: dims.to_vec(), ggml_type, n_bytes, data });
     }
 
     fn check_tensor(&self, name: &str, dims: &[u64], ggml_type: GgmlType) -> Result<u64, GgufWriteError> {
         if self.tensors.iter().any(|t| t.name == name) {
-            return Err(GgufWriteError::DuplicateTensor {
-                tensor: name.to_string(),
-            });
+            return Err(GgufWriteError::DuplicateTensor { tensor: name.to_string() });
         }
         let bad_shape = |reason| GgufWriteError::BadShape {
             tensor: name.to_string(),
@@ -201,9 +184,8 @@ impl<'a> GgufWriter<'a> {
 
     /// Creates (or replaces) the file at `path`.
     pub fn write_file(self, path: &Path) -> Result<(), GgufWriteError> {
-        let file = File::create(path).map_err(|e| {
-            io::Error::new(e.kind(), format!("{}: {e}", path.display()))
-        })?;
+        let file =
+            File::create(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         self.write_to(BufWriter::new(file))
     }
 
@@ -281,7 +263,11 @@ fn write_value(out: &mut impl Write, value: &MetadataValue) -> io::Result<()> {
 }
 
 fn write_array(out: &mut impl Write, array: &MetadataArray) -> io::Result<()> {
-    fn numbers<const N: usize, T: Copy>(out: &mut impl Write, v: &[T], encode: fn(T) -> [u8; N]) -> io::Result<()> {
+    fn numbers<const N: usize, T: Copy>(
+        out: &mut impl Write,
+        v: &[T],
+        encode: fn(T) -> [u8; N],
+    ) -> io::Result<()> {
         v.iter().try_for_each(|&x| out.write_all(&encode(x)))
     }
     out.write_all(&(array.element_type() as u32).to_le_bytes())?;
@@ -302,4 +288,3 @@ fn write_array(out: &mut impl Write, array: &MetadataArray) -> io::Result<()> {
         MetadataArray::Array(v) => v.iter().try_for_each(|a| write_array(out, a)),
     }
 }
-

@@ -203,13 +203,12 @@ impl GpuContext {
         let adapter = match &options.adapter_filter {
             Some(filter) => {
                 let wanted = filter.to_lowercase();
-                adapters
-                    .iter()
-                    .find(|a| a.get_info().name.to_lowercase().contains(&wanted))
-                    .ok_or_else(|| GpuInitError::NoMatchingAdapter {
+                adapters.iter().find(|a| a.get_info().name.to_lowercase().contains(&wanted)).ok_or_else(
+                    || GpuInitError::NoMatchingAdapter {
                         filter: filter.clone(),
                         available: adapters.iter().map(|a| a.get_info().name).collect::<Vec<_>>().join(", "),
-                    })?
+                    },
+                )?
             }
             None => &adapters[0],
         };
@@ -225,7 +224,8 @@ impl GpuContext {
             features |= wgpu::Features::TIMESTAMP_QUERY;
         }
         if caps.timestamps_inside_passes {
-            features |= wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+            features |= wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
+                | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
         }
         let experimental_features = if caps.cooperative_matrix {
             features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
@@ -254,7 +254,13 @@ impl GpuContext {
 
     /// A one-line description for logs and benchmark reports.
     pub fn describe(&self) -> String {
-        format!("{} ({:?}, {} {})", self.adapter_info.name, self.adapter_info.backend, self.adapter_info.driver, self.adapter_info.driver_info)
+        format!(
+            "{} ({:?}, {} {})",
+            self.adapter_info.name,
+            self.adapter_info.backend,
+            self.adapter_info.driver,
+            self.adapter_info.driver_info
+        )
     }
 
     /// A storage buffer holding `data`, readable and writable by kernels and copyable.
@@ -286,15 +292,32 @@ impl GpuContext {
     }
 
     /// Binds `buffers` to bindings 0, 1, 2… of group 0 of `pipeline`.
-    pub fn bind_group(&self, label: &str, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
-        let numbered: Vec<(u32, &wgpu::Buffer)> = buffers.iter().enumerate().map(|(i, buffer)| (i as u32, *buffer)).collect();
+    pub fn bind_group(
+        &self,
+        label: &str,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
+        let numbered: Vec<(u32, &wgpu::Buffer)> =
+            buffers.iter().enumerate().map(|(i, buffer)| (i as u32, *buffer)).collect();
         self.bind_group_numbered(label, pipeline, &numbered)
     }
 
     /// Binds each buffer to its binding number of group 0 of `pipeline`: for shaders whose
     /// variants leave gaps in the numbering.
-    pub fn bind_group_numbered(&self, label: &str, pipeline: &wgpu::ComputePipeline, buffers: &[(u32, &wgpu::Buffer)]) -> wgpu::BindGroup {
-        let entries: Vec<wgpu::BindGroupEntry> = buffers.iter().map(|(binding, buffer)| wgpu::BindGroupEntry { binding: *binding, resource: buffer.as_entire_binding() }).collect();
+    pub fn bind_group_numbered(
+        &self,
+        label: &str,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[(u32, &wgpu::Buffer)],
+    ) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .map(|(binding, buffer)| wgpu::BindGroupEntry {
+                binding: *binding,
+                resource: buffer.as_entire_binding(),
+            })
+            .collect();
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(label),
             layout: &pipeline.get_bind_group_layout(0),
@@ -310,7 +333,8 @@ impl GpuContext {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
+        let mut encoder =
+            self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
         self.queue.submit([encoder.finish()]);
         map_and_read(&self.device, &staging, size)
@@ -334,10 +358,16 @@ impl GpuContext {
         let validation_error = pollster::block_on(validation.pop());
         let oom_error = pollster::block_on(oom.pop());
         if let Some(error) = oom_error {
-            return Err(GpuError::OutOfMemory { operation: operation.to_string(), message: error.to_string() });
+            return Err(GpuError::OutOfMemory {
+                operation: operation.to_string(),
+                message: error.to_string(),
+            });
         }
         if let Some(error) = validation_error {
-            return Err(GpuError::Validation { operation: operation.to_string(), message: error.to_string() });
+            return Err(GpuError::Validation {
+                operation: operation.to_string(),
+                message: error.to_string(),
+            });
         }
         Ok(value)
     }
@@ -350,7 +380,12 @@ pub fn map_and_read(device: &wgpu::Device, staging: &wgpu::Buffer, size: u64) ->
 
 /// As `map_and_read`, waiting only for `submission` (and those before it) rather than for
 /// everything queued: work submitted after it keeps the GPU busy while the CPU reads.
-pub fn map_and_read_after(device: &wgpu::Device, staging: &wgpu::Buffer, size: u64, submission: Option<wgpu::SubmissionIndex>) -> Result<Vec<u8>, GpuError> {
+pub fn map_and_read_after(
+    device: &wgpu::Device,
+    staging: &wgpu::Buffer,
+    size: u64,
+    submission: Option<wgpu::SubmissionIndex>,
+) -> Result<Vec<u8>, GpuError> {
     let slice = staging.slice(0..size);
     let (sender, receiver) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |result| {

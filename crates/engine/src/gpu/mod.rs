@@ -8,7 +8,10 @@ mod profiler;
 pub mod shader;
 mod weights;
 
-pub use context::{list_adapters, map_and_read, map_and_read_after, AdapterSummary, GpuCapabilities, GpuContext, GpuError, GpuInitError, GpuOptions};
+pub use context::{
+    list_adapters, map_and_read, map_and_read_after, AdapterSummary, GpuCapabilities, GpuContext, GpuError,
+    GpuInitError, GpuOptions,
+};
 pub use op_list::{grid, Dispatch, DispatchSwitch, OpList, Workgroups};
 pub use pipeline_cache::{PipelineCache, PipelineError};
 pub use profiler::{KernelProfiler, KernelTiming};

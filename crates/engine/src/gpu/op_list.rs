@@ -84,12 +84,20 @@ impl OpList {
 
     /// Encodes every dispatch that is on for a step of `n_tokens`; with a profiler, each
     /// dispatch is timed.
-    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, n_tokens: u32, profiler: Option<&KernelProfiler>) {
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        n_tokens: u32,
+        profiler: Option<&KernelProfiler>,
+    ) {
         let dispatches = self.dispatches.iter().filter(|dispatch| dispatch.is_on());
         match profiler {
             Some(profiler) => profiler.encode_timed(encoder, &dispatches.collect::<Vec<_>>(), n_tokens),
             None => {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("step"), timestamp_writes: None });
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("step"),
+                    timestamp_writes: None,
+                });
                 for dispatch in dispatches {
                     encode_one(&mut pass, dispatch, n_tokens);
                 }

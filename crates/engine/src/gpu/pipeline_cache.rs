@@ -51,7 +51,12 @@ impl PipelineCache {
 
 impl GpuContext {
     /// The pipeline for `entry` in `shader` under `defines`, compiled on first use.
-    pub fn pipeline(&self, shader: &str, entry: &str, defines: &[Define]) -> Result<Arc<wgpu::ComputePipeline>, PipelineError> {
+    pub fn pipeline(
+        &self,
+        shader: &str,
+        entry: &str,
+        defines: &[Define],
+    ) -> Result<Arc<wgpu::ComputePipeline>, PipelineError> {
         let mut sorted = defines.to_vec();
         sorted.sort();
         sorted.dedup();
@@ -60,7 +65,13 @@ impl GpuContext {
             return Ok(pipeline.clone());
         }
         let source = expand(shader, &key.defines)?;
-        let describe_defines = || key.defines.iter().map(|d| if d.value.is_empty() { d.name.clone() } else { format!("{}={}", d.name, d.value) }).collect::<Vec<_>>().join(", ");
+        let describe_defines = || {
+            key.defines
+                .iter()
+                .map(|d| if d.value.is_empty() { d.name.clone() } else { format!("{}={}", d.name, d.value) })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let label = format!("{shader}:{entry}");
         let pipeline = self
             .checked(&label, || {

@@ -61,13 +61,21 @@ impl KernelProfiler {
         })
     }
 
-    pub(super) fn encode_timed(&self, encoder: &mut wgpu::CommandEncoder, dispatches: &[&Dispatch], n_tokens: u32) {
+    pub(super) fn encode_timed(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        dispatches: &[&Dispatch],
+        n_tokens: u32,
+    ) {
         let timed = dispatches.len().min((MAX_QUERIES / 2) as usize);
         let mut labels = self.labels.lock().unwrap();
         labels.clear();
         labels.extend(dispatches[..timed].iter().map(|d| d.label.to_string()));
         if self.inside_passes {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("profiled step"), timestamp_writes: None });
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("profiled step"),
+                timestamp_writes: None,
+            });
             for (i, dispatch) in dispatches.iter().enumerate() {
                 if i < timed {
                     pass.write_timestamp(&self.query_set, 2 * i as u32);
@@ -84,7 +92,10 @@ impl KernelProfiler {
                     beginning_of_pass_write_index: Some(2 * i as u32),
                     end_of_pass_write_index: Some(2 * i as u32 + 1),
                 });
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("profiled dispatch"), timestamp_writes });
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("profiled dispatch"),
+                    timestamp_writes,
+                });
                 encode_one(&mut pass, dispatch, n_tokens);
             }
         }

@@ -58,7 +58,13 @@ pub fn expand(name: &str, defines: &[Define]) -> Result<String, ShaderSourceErro
     Ok(out)
 }
 
-fn expand_into(file: &str, source: &str, defines: &[Define], depth: usize, out: &mut String) -> Result<(), ShaderSourceError> {
+fn expand_into(
+    file: &str,
+    source: &str,
+    defines: &[Define],
+    depth: usize,
+    out: &mut String,
+) -> Result<(), ShaderSourceError> {
     if depth > 8 {
         return Err(ShaderSourceError::IncludeDepth(file.to_string()));
     }
@@ -66,7 +72,11 @@ fn expand_into(file: &str, source: &str, defines: &[Define], depth: usize, out: 
     // Each entry: (this branch is taken, some enclosing branch is not taken).
     let mut stack: Vec<(bool, bool)> = Vec::new();
     let active = |stack: &[(bool, bool)]| stack.last().is_none_or(|&(taken, outer_off)| taken && !outer_off);
-    let err = |line: usize, message: &str| ShaderSourceError::Directive { file: file.to_string(), line: line + 1, message: message.to_string() };
+    let err = |line: usize, message: &str| ShaderSourceError::Directive {
+        file: file.to_string(),
+        line: line + 1,
+        message: message.to_string(),
+    };
 
     for (number, line) in source.lines().enumerate() {
         let trimmed = line.trim_start();

@@ -36,7 +36,14 @@ pub struct GpuMatrix {
 }
 
 impl GpuMatrix {
-    pub fn upload(ctx: &GpuContext, name: &str, ggml_type: GgmlType, row_len: u64, rows: u64, data: &[u8]) -> Result<GpuMatrix, WeightUploadError> {
+    pub fn upload(
+        ctx: &GpuContext,
+        name: &str,
+        ggml_type: GgmlType,
+        row_len: u64,
+        rows: u64,
+        data: &[u8],
+    ) -> Result<GpuMatrix, WeightUploadError> {
         Self::upload_with_chunk_limit(ctx, name, ggml_type, row_len, rows, data, u64::MAX)
     }
 
@@ -53,18 +60,34 @@ impl GpuMatrix {
     ) -> Result<GpuMatrix, WeightUploadError> {
         let ty = ggml_type.name();
         if !row_len.is_multiple_of(ggml_type.block_len() as u64) {
-            return Err(WeightUploadError::PartialBlock { name: name.into(), row_len, ty, block: ggml_type.block_len() });
+            return Err(WeightUploadError::PartialBlock {
+                name: name.into(),
+                row_len,
+                ty,
+                block: ggml_type.block_len(),
+            });
         }
         let row_bytes = row_len / ggml_type.block_len() as u64 * ggml_type.block_bytes() as u64;
-        if row_len > u64::from(u32::MAX) || rows > u64::from(u32::MAX) || row_len.saturating_mul(rows) > u64::from(u32::MAX) {
+        if row_len > u64::from(u32::MAX)
+            || rows > u64::from(u32::MAX)
+            || row_len.saturating_mul(rows) > u64::from(u32::MAX)
+        {
             return Err(WeightUploadError::TooManyElements { name: name.into(), rows, row_len, ty });
         }
         let expected = row_bytes * rows;
         if data.len() as u64 != expected {
-            return Err(WeightUploadError::SizeMismatch { name: name.into(), actual: data.len() as u64, expected, rows, row_len, ty });
+            return Err(WeightUploadError::SizeMismatch {
+                name: name.into(),
+                actual: data.len() as u64,
+                expected,
+                rows,
+                row_len,
+                ty,
+            });
         }
         // Chunk byte sizes stay multiples of 4 bytes since kernels read u32 words.
-        let max_binding = ctx.caps.max_storage_binding.min(ctx.caps.max_buffer_size).min(max_chunk_bytes) & !3;
+        let max_binding =
+            ctx.caps.max_storage_binding.min(ctx.caps.max_buffer_size).min(max_chunk_bytes) & !3;
         let rows_per_chunk = max_binding.saturating_sub(4) / row_bytes;
         if rows_per_chunk == 0 {
             return Err(WeightUploadError::RowTooLarge { name: name.into(), row_bytes, max_binding });
@@ -73,12 +96,20 @@ impl GpuMatrix {
         let mut first_row = 0u64;
         while first_row < rows {
             let chunk_rows = rows_per_chunk.min(rows - first_row);
-            let bytes = &data[(first_row * row_bytes) as usize..((first_row + chunk_rows) * row_bytes) as usize];
+            let bytes =
+                &data[(first_row * row_bytes) as usize..((first_row + chunk_rows) * row_bytes) as usize];
             let buffer = upload_padded(ctx, name, bytes);
             chunks.push(MatrixChunk { buffer, first_row: first_row as u32, rows: chunk_rows as u32 });
             first_row += chunk_rows;
         }
-        Ok(GpuMatrix { name: name.into(), ggml_type, row_len: row_len as u32, rows: rows as u32, row_bytes, chunks })
+        Ok(GpuMatrix {
+            name: name.into(),
+            ggml_type,
+            row_len: row_len as u32,
+            rows: rows as u32,
+            row_bytes,
+            chunks,
+        })
     }
 
     pub fn size_bytes(&self) -> u64 {
@@ -102,14 +133,21 @@ pub struct StackedMatrix {
 impl StackedMatrix {
     /// Stacks `parts` (name, rows, data) of `ggml_type` rows of `row_len` values. Only ever
     /// one chunk: callers stack only what `fits_one_binding` accepts.
-    pub fn upload(ctx: &GpuContext, name: &str, ggml_type: GgmlType, row_len: u64, parts: &[(&str, u64, &[u8])]) -> Result<StackedMatrix, WeightUploadError> {
+    pub fn upload(
+        ctx: &GpuContext,
+        name: &str,
+        ggml_type: GgmlType,
+        row_len: u64,
+        parts: &[(&str, u64, &[u8])],
+    ) -> Result<StackedMatrix, WeightUploadError> {
         let rows = parts.iter().map(|&(_, rows, _)| rows).sum();
         let data: Vec<u8> = parts.iter().flat_map(|&(_, _, data)| data.iter().copied()).collect();
         let matrix = GpuMatrix::upload(ctx, name, ggml_type, row_len, rows, &data)?;
         if matrix.chunks.len() != 1 {
             return Err(WeightUploadError::StackTooLarge { name: name.into(), bytes: data.len() as u64 });
         }
-        let parts = parts.iter().map(|&(name, rows, _)| StackPart { name: name.into(), rows: rows as u32 }).collect();
+        let parts =
+            parts.iter().map(|&(name, rows, _)| StackPart { name: name.into(), rows: rows as u32 }).collect();
         Ok(StackedMatrix { matrix, parts })
     }
 
@@ -134,7 +172,12 @@ fn upload_padded(ctx: &GpuContext, label: &str, bytes: &[u8]) -> wgpu::Buffer {
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: true,
     });
-    buffer.slice(..).get_mapped_range_mut().expect("mapped at creation").slice(..bytes.len()).copy_from_slice(bytes);
+    buffer
+        .slice(..)
+        .get_mapped_range_mut()
+        .expect("mapped at creation")
+        .slice(..bytes.len())
+        .copy_from_slice(bytes);
     buffer.unmap();
     buffer
 }

@@ -22,7 +22,8 @@ pub struct KvCache {
 impl KvCache {
     pub fn new(ctx: &GpuContext, label: &str, cache_len: u32, n_kv_heads: u32, head_dim: u32) -> Self {
         let f16 = ctx.caps.shader_f16;
-        let bytes = u64::from(cache_len) * u64::from(n_kv_heads) * u64::from(head_dim) * if f16 { 2 } else { 4 };
+        let bytes =
+            u64::from(cache_len) * u64::from(n_kv_heads) * u64::from(head_dim) * if f16 { 2 } else { 4 };
         Self {
             k: ctx.zeroed_storage(&format!("{label} k"), bytes),
             v: ctx.zeroed_storage(&format!("{label} v"), bytes),
@@ -55,13 +56,30 @@ struct KvStoreParams {
 }
 
 /// Records copying this step's `keys` and `values` ([n_tokens, n_kv_heads·head_dim]) into the cache.
-pub fn record_kv_store(ctx: &GpuContext, ops: &mut OpList, label: &str, cache: &KvCache, keys: &wgpu::Buffer, values: &wgpu::Buffer, step: &wgpu::Buffer) -> Result<(), KernelError> {
+pub fn record_kv_store(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    cache: &KvCache,
+    keys: &wgpu::Buffer,
+    values: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+) -> Result<(), KernelError> {
     let row_len = cache.n_kv_heads * cache.head_dim;
-    let params = ctx.uniform_buffer(label, &KvStoreParams { row_len, cache_len: cache.cache_len, _pad: [0; 2] });
+    let params =
+        ctx.uniform_buffer(label, &KvStoreParams { row_len, cache_len: cache.cache_len, _pad: [0; 2] });
     let defines = cache.defines();
     for (source, target, which) in [(keys, &cache.k, "k"), (values, &cache.v, "v")] {
         let name = format!("{label} {which}");
-        ops.push(make_dispatch(ctx, &name, "kv_store.wgsl", "main", &defines, &[source, target, step, &params], threads_per_token(ctx, row_len))?);
+        ops.push(make_dispatch(
+            ctx,
+            &name,
+            "kv_store.wgsl",
+            "main",
+            &defines,
+            &[source, target, step, &params],
+            threads_per_token(ctx, row_len),
+        )?);
     }
     Ok(())
 }
@@ -83,7 +101,16 @@ impl AttentionParams {
     /// Without a q/k step in the kernel.
     fn new(layer: &AttentionLayer) -> Self {
         let cache = layer.cache;
-        Self { n_heads: layer.n_heads, n_kv_heads: cache.n_kv_heads, cache_len: cache.cache_len, window: layer.window, scale: layer.scale, rot_dim: 0, max_positions: 0, eps: 0.0 }
+        Self {
+            n_heads: layer.n_heads,
+            n_kv_heads: cache.n_kv_heads,
+            cache_len: cache.cache_len,
+            window: layer.window,
+            scale: layer.scale,
+            rot_dim: 0,
+            max_positions: 0,
+            eps: 0.0,
+        }
     }
 }
 
@@ -102,7 +129,13 @@ pub struct AttentionLayer<'a> {
 }
 
 /// Records attention of `queries` [n_tokens, n_heads, head_dim] as `layer` says.
-pub fn record_attention(ctx: &GpuContext, ops: &mut OpList, label: &str, queries: &wgpu::Buffer, layer: &AttentionLayer) -> Result<(), KernelError> {
+pub fn record_attention(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    queries: &wgpu::Buffer,
+    layer: &AttentionLayer,
+) -> Result<(), KernelError> {
     let AttentionLayer { cache, output, step, n_heads, .. } = *layer;
     check_heads(cache, n_heads)?;
     let params = ctx.uniform_buffer(label, &AttentionParams::new(layer));
@@ -119,10 +152,20 @@ pub fn record_attention(ctx: &GpuContext, ops: &mut OpList, label: &str, queries
             Define::u32("MAX_SUBGROUPS", BLOCK_WORKGROUP_SIZE / ctx.caps.subgroup_min_size.max(1)),
         ]);
         let max = ctx.caps.max_workgroups_per_dimension;
-        let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| grid(n_tokens.div_ceil(QUERIES_PER_BLOCK) * n_heads, max)));
+        let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| {
+            grid(n_tokens.div_ceil(QUERIES_PER_BLOCK) * n_heads, max)
+        }));
         ops.push(make_dispatch(ctx, label, "attention.wgsl", "block_main", &defines, &buffers, workgroups)?);
     } else {
-        ops.push(make_dispatch(ctx, label, "attention.wgsl", "main", &defines, &buffers, workgroups_per_token(ctx, n_heads))?);
+        ops.push(make_dispatch(
+            ctx,
+            label,
+            "attention.wgsl",
+            "main",
+            &defines,
+            &buffers,
+            workgroups_per_token(ctx, n_heads),
+        )?);
     }
     Ok(())
 }
@@ -153,7 +196,13 @@ fn key_slices(max_keys: u32) -> u32 {
 
 /// Records decode attention (a step of exactly one token) as in `record_attention`, split
 /// over key slices: one workgroup per (head, slice), then one per head merges the slices.
-pub fn record_decode_attention(ctx: &GpuContext, ops: &mut OpList, label: &str, queries: &wgpu::Buffer, layer: &AttentionLayer) -> Result<(), KernelError> {
+pub fn record_decode_attention(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    queries: &wgpu::Buffer,
+    layer: &AttentionLayer,
+) -> Result<(), KernelError> {
     check_heads(layer.cache, layer.n_heads)?;
     if !split_fits(layer.cache) {
         // The split kernels give each thread one vec4 column of a head; other head sizes
@@ -166,7 +215,14 @@ pub fn record_decode_attention(ctx: &GpuContext, ops: &mut OpList, label: &str, 
 /// As `record_qk_rope_store` (labelled `qk_label`) then `record_decode_attention` of the
 /// rotated queries, in one dispatch fewer where the adapter can bind what that takes: the
 /// attention slices do the q/k step themselves (attention.wgsl's ROPE_STORE).
-pub fn record_decode_attention_with_qk_step(ctx: &GpuContext, ops: &mut OpList, qk_label: &str, label: &str, qk: &QkStep, layer: &AttentionLayer) -> Result<(), KernelError> {
+pub fn record_decode_attention_with_qk_step(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    qk_label: &str,
+    label: &str,
+    qk: &QkStep,
+    layer: &AttentionLayer,
+) -> Result<(), KernelError> {
     let AttentionLayer { cache, step, n_heads, .. } = *layer;
     check_heads(cache, n_heads)?;
     qk.check("attention", cache.head_dim)?;
@@ -185,20 +241,34 @@ fn split_fits(cache: &KvCache) -> bool {
     columns <= SPLIT_WORKGROUP_SIZE && SPLIT_WORKGROUP_SIZE.is_multiple_of(columns)
 }
 
-fn record_split_attention(ctx: &GpuContext, ops: &mut OpList, label: &str, queries: &wgpu::Buffer, layer: &AttentionLayer, qk: Option<(&str, &QkStep)>) -> Result<(), KernelError> {
+fn record_split_attention(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    queries: &wgpu::Buffer,
+    layer: &AttentionLayer,
+    qk: Option<(&str, &QkStep)>,
+) -> Result<(), KernelError> {
     let AttentionLayer { cache, output, step, n_heads, window, .. } = *layer;
     let max_keys = if window > 0 { window.min(cache.cache_len) } else { cache.cache_len };
     let slices = key_slices(max_keys);
     let mut params = AttentionParams::new(layer);
     if let Some((_, qk)) = qk {
-        (params.rot_dim, params.max_positions, params.eps) = (qk.table.rot_dim, qk.table.max_positions, qk.eps());
+        (params.rot_dim, params.max_positions, params.eps) =
+            (qk.table.rot_dim, qk.table.max_positions, qk.eps());
     }
     let params = ctx.uniform_buffer(label, &params);
-    let split_acc = ctx.zeroed_storage(&format!("{label} slice values"), u64::from(n_heads * slices * cache.head_dim) * 4);
+    let split_acc = ctx
+        .zeroed_storage(&format!("{label} slice values"), u64::from(n_heads * slices * cache.head_dim) * 4);
     let split_stats = ctx.zeroed_storage(&format!("{label} slice stats"), u64::from(n_heads * slices) * 8);
     let mut defines = cache.defines();
     defines.retain(|d| d.name != "WG");
-    defines.extend([Define::u32("WG", SPLIT_WORKGROUP_SIZE), Define::u32("HEAD_DIM", cache.head_dim), Define::u32("N_SPLITS", slices), Define::u32("MIN_SLICE_KEYS", MIN_KEYS_PER_SLICE)]);
+    defines.extend([
+        Define::u32("WG", SPLIT_WORKGROUP_SIZE),
+        Define::u32("HEAD_DIM", cache.head_dim),
+        Define::u32("N_SPLITS", slices),
+        Define::u32("MIN_SLICE_KEYS", MIN_KEYS_PER_SLICE),
+    ]);
     let max = ctx.caps.max_workgroups_per_dimension;
     let mut partial_defines = [defines.as_slice(), &[Define::flag("SPLIT")]].concat();
     let mut partial_buffers = vec![queries, &cache.k, &cache.v, &split_acc, &split_stats, step, &params];
@@ -212,18 +282,40 @@ fn record_split_attention(ctx: &GpuContext, ops: &mut OpList, label: &str, queri
         partial_buffers.extend([qk.rows.k, qk.rows.v]);
         partial_buffers.extend(qk.table_and_norms());
     }
-    ops.push(make_dispatch(ctx, &slices_label, "attention.wgsl", "split_partial", &partial_defines, &partial_buffers, Workgroups::Fixed(grid(n_heads * slices, max)))?);
+    ops.push(make_dispatch(
+        ctx,
+        &slices_label,
+        "attention.wgsl",
+        "split_partial",
+        &partial_defines,
+        &partial_buffers,
+        Workgroups::Fixed(grid(n_heads * slices, max)),
+    )?);
     let merge_defines = [defines.as_slice(), &[Define::flag("MERGE")]].concat();
-    ops.push(make_dispatch(ctx, &format!("{label} merge"), "attention.wgsl", "split_combine", &merge_defines, &[&split_acc, &split_stats, output], Workgroups::Fixed(grid(n_heads, max)))?);
+    ops.push(make_dispatch(
+        ctx,
+        &format!("{label} merge"),
+        "attention.wgsl",
+        "split_combine",
+        &merge_defines,
+        &[&split_acc, &split_stats, output],
+        Workgroups::Fixed(grid(n_heads, max)),
+    )?);
     Ok(())
 }
 
 fn check_heads(cache: &KvCache, n_heads: u32) -> Result<(), KernelError> {
     if !n_heads.is_multiple_of(cache.n_kv_heads) {
-        return Err(KernelError::InvalidShape { kernel: "attention", message: format!("{n_heads} query heads are not a multiple of {} kv heads", cache.n_kv_heads) });
+        return Err(KernelError::InvalidShape {
+            kernel: "attention",
+            message: format!("{n_heads} query heads are not a multiple of {} kv heads", cache.n_kv_heads),
+        });
     }
     if !cache.head_dim.is_multiple_of(4) {
-        return Err(KernelError::InvalidShape { kernel: "attention", message: format!("head dimension {} is not a multiple of 4", cache.head_dim) });
+        return Err(KernelError::InvalidShape {
+            kernel: "attention",
+            message: format!("head dimension {} is not a multiple of 4", cache.head_dim),
+        });
     }
     Ok(())
 }

@@ -29,36 +29,106 @@ pub enum Activation {
 }
 
 /// Records `gate = act(gate) · up` over [n_tokens, row_len].
-pub fn record_gated_activation(ctx: &GpuContext, ops: &mut OpList, label: &str, gate: &wgpu::Buffer, up: &wgpu::Buffer, step: &wgpu::Buffer, row_len: u32, activation: Activation) -> Result<(), KernelError> {
+pub fn record_gated_activation(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    gate: &wgpu::Buffer,
+    up: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    row_len: u32,
+    activation: Activation,
+) -> Result<(), KernelError> {
     let params = ctx.uniform_buffer(label, &RowParams { row_len, _pad: [0; 3] });
     let mut defines = base_defines();
     if activation == Activation::GeluTanh {
         defines.push(Define::flag("GELU_TANH"));
     }
-    ops.push(make_dispatch(ctx, label, "elementwise.wgsl", "gated_activation", &defines, &[gate, up, step, &params], threads_per_token(ctx, row_len))?);
+    ops.push(make_dispatch(
+        ctx,
+        label,
+        "elementwise.wgsl",
+        "gated_activation",
+        &defines,
+        &[gate, up, step, &params],
+        threads_per_token(ctx, row_len),
+    )?);
     Ok(())
 }
 
 /// Records `target += addend` over [n_tokens, row_len]: a residual connection.
-pub fn record_add(ctx: &GpuContext, ops: &mut OpList, label: &str, target: &wgpu::Buffer, addend: &wgpu::Buffer, step: &wgpu::Buffer, row_len: u32) -> Result<(), KernelError> {
+pub fn record_add(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    target: &wgpu::Buffer,
+    addend: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    row_len: u32,
+) -> Result<(), KernelError> {
     let params = ctx.uniform_buffer(label, &RowParams { row_len, _pad: [0; 3] });
-    ops.push(make_dispatch(ctx, label, "elementwise.wgsl", "add", &base_defines(), &[target, addend, step, &params], threads_per_token(ctx, row_len))?);
+    ops.push(make_dispatch(
+        ctx,
+        label,
+        "elementwise.wgsl",
+        "add",
+        &base_defines(),
+        &[target, addend, step, &params],
+        threads_per_token(ctx, row_len),
+    )?);
     Ok(())
 }
 
 /// Records copying the last token's row of `rows` [n_tokens, row_len] into `last`.
-pub fn record_copy_last_row(ctx: &GpuContext, ops: &mut OpList, label: &str, rows: &wgpu::Buffer, last: &wgpu::Buffer, step: &wgpu::Buffer, row_len: u32) -> Result<(), KernelError> {
+pub fn record_copy_last_row(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    rows: &wgpu::Buffer,
+    last: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    row_len: u32,
+) -> Result<(), KernelError> {
     let params = ctx.uniform_buffer(label, &RowParams { row_len, _pad: [0; 3] });
-    let workgroups = Workgroups::Fixed(grid(row_len.div_ceil(super::WORKGROUP_SIZE), ctx.caps.max_workgroups_per_dimension));
-    ops.push(make_dispatch(ctx, label, "elementwise.wgsl", "copy_last_row", &base_defines(), &[rows, last, step, &params], workgroups)?);
+    let workgroups = Workgroups::Fixed(grid(
+        row_len.div_ceil(super::WORKGROUP_SIZE),
+        ctx.caps.max_workgroups_per_dimension,
+    ));
+    ops.push(make_dispatch(
+        ctx,
+        label,
+        "elementwise.wgsl",
+        "copy_last_row",
+        &base_defines(),
+        &[rows, last, step, &params],
+        workgroups,
+    )?);
     Ok(())
 }
 
 /// Records `sum[t, i] = Σ_s slices[s · slice_stride + t · row_len + i]` over [n_tokens, row_len]:
 /// adds up the partial sums of a split-K matmul.
 #[allow(clippy::too_many_arguments)]
-pub fn record_sum_slices(ctx: &GpuContext, ops: &mut OpList, label: &str, slices: &wgpu::Buffer, sum: &wgpu::Buffer, step: &wgpu::Buffer, row_len: u32, count: u32, slice_stride: u32) -> Result<(), KernelError> {
+pub fn record_sum_slices(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    slices: &wgpu::Buffer,
+    sum: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    row_len: u32,
+    count: u32,
+    slice_stride: u32,
+) -> Result<(), KernelError> {
     let params = ctx.uniform_buffer(label, &SliceParams { row_len, slices: count, slice_stride, _pad: 0 });
-    ops.push(make_dispatch(ctx, label, "elementwise.wgsl", "sum_slices", &base_defines(), &[slices, sum, step, &params], threads_per_token(ctx, row_len))?);
+    ops.push(make_dispatch(
+        ctx,
+        label,
+        "elementwise.wgsl",
+        "sum_slices",
+        &base_defines(),
+        &[slices, sum, step, &params],
+        threads_per_token(ctx, row_len),
+    )?);
     Ok(())
 }

@@ -4,8 +4,9 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{
+    make_dispatch,
     matmul::{check_buffer, chunk_label, weight_type_define},
-    make_dispatch, KernelError,
+    KernelError,
 };
 use crate::gpu::{grid, Define, GpuContext, GpuMatrix, OpList, Workgroups};
 
@@ -46,22 +47,38 @@ pub fn record_embedding(
     let groups_per_token = (table.row_len / 4).div_ceil(EMBEDDING_THREADS);
     let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
     let Some(last) = table.chunks.len().checked_sub(1) else {
-        return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("'{}' has no rows", table.name) });
+        return Err(KernelError::InvalidShape {
+            kernel: KERNEL,
+            message: format!("'{}' has no rows", table.name),
+        });
     };
     for (index, chunk) in table.chunks.iter().enumerate() {
         let label = chunk_label(label, table, index);
-        let params = ctx.uniform_buffer(&label, &EmbeddingParams {
-            row_len: table.row_len,
-            row_bytes: table.row_bytes as u32,
-            first_row: chunk.first_row,
-            rows: chunk.rows,
-            total_rows: table.rows,
-            last_chunk: u32::from(index == last),
-            max_tokens,
-            scale,
-        });
-        let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| grid(n_tokens.min(max_tokens) * groups_per_token, max_per_dimension)));
-        ops.push(make_dispatch(ctx, &label, "embedding.wgsl", "main", &defines, &[&chunk.buffer, tokens, output, step, &params], workgroups)?);
+        let params = ctx.uniform_buffer(
+            &label,
+            &EmbeddingParams {
+                row_len: table.row_len,
+                row_bytes: table.row_bytes as u32,
+                first_row: chunk.first_row,
+                rows: chunk.rows,
+                total_rows: table.rows,
+                last_chunk: u32::from(index == last),
+                max_tokens,
+                scale,
+            },
+        );
+        let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| {
+            grid(n_tokens.min(max_tokens) * groups_per_token, max_per_dimension)
+        }));
+        ops.push(make_dispatch(
+            ctx,
+            &label,
+            "embedding.wgsl",
+            "main",
+            &defines,
+            &[&chunk.buffer, tokens, output, step, &params],
+            workgroups,
+        )?);
     }
     Ok(())
 }

@@ -46,7 +46,10 @@ pub fn record_residual_norm(
     eps: f32,
 ) -> Result<(), KernelError> {
     if !dim.is_multiple_of(4) {
-        return Err(KernelError::InvalidShape { kernel: "residual norm", message: format!("rows of {dim} values (need a multiple of 4)") });
+        return Err(KernelError::InvalidShape {
+            kernel: "residual norm",
+            message: format!("rows of {dim} values (need a multiple of 4)"),
+        });
     }
     let params = ctx.uniform_buffer(label, &ResidualNormParams { dim_vec4s: dim / 4, eps, _pad: [0; 2] });
     let mut defines = vec![Define::u32("WG", workgroup_size(ctx, dim))];
@@ -55,6 +58,14 @@ pub fn record_residual_norm(
         defines.push(Define::flag("POST_NORM"));
         buffers.push(post_norm);
     }
-    ops.push(make_dispatch(ctx, label, "fused_residual_norm.wgsl", "main", &defines, &buffers, workgroups_per_token(ctx, 1))?);
+    ops.push(make_dispatch(
+        ctx,
+        label,
+        "fused_residual_norm.wgsl",
+        "main",
+        &defines,
+        &buffers,
+        workgroups_per_token(ctx, 1),
+    )?);
     Ok(())
 }

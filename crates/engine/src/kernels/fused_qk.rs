@@ -3,7 +3,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{attention::KvCache, base_defines, make_dispatch, rope::RopeStyle, rope::RopeTable, workgroups_per_token, KernelError};
+use super::{
+    attention::KvCache, base_defines, make_dispatch, rope::RopeStyle, rope::RopeTable, workgroups_per_token,
+    KernelError,
+};
 use crate::gpu::{Define, GpuContext, OpList};
 
 #[repr(C)]
@@ -50,7 +53,10 @@ impl QkStep<'_> {
     /// Errors unless the rotation fits a head of `head_dim`.
     pub(crate) fn check(&self, kernel: &'static str, head_dim: u32) -> Result<(), KernelError> {
         if self.table.rot_dim > head_dim || !self.table.rot_dim.is_multiple_of(2) {
-            return Err(KernelError::InvalidShape { kernel, message: format!("rotation over {} of {} dimensions", self.table.rot_dim, head_dim) });
+            return Err(KernelError::InvalidShape {
+                kernel,
+                message: format!("rotation over {} of {} dimensions", self.table.rot_dim, head_dim),
+            });
         }
         Ok(())
     }
@@ -84,17 +90,28 @@ impl QkStep<'_> {
 
 /// Records norm (when `qk.norms`) and RoPE of q and k, and stores k and v in `cache` at the
 /// step's positions; the result equals `record_rms_norm` + `record_rope` + `record_kv_store`.
-pub fn record_qk_rope_store(ctx: &GpuContext, ops: &mut OpList, label: &str, qk: &QkStep, cache: &KvCache, step: &wgpu::Buffer, n_heads: u32) -> Result<(), KernelError> {
+pub fn record_qk_rope_store(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    qk: &QkStep,
+    cache: &KvCache,
+    step: &wgpu::Buffer,
+    n_heads: u32,
+) -> Result<(), KernelError> {
     qk.check("qk_rope_store", cache.head_dim)?;
-    let params = ctx.uniform_buffer(label, &QkParams {
-        n_heads,
-        n_kv_heads: cache.n_kv_heads,
-        rot_dim: qk.table.rot_dim,
-        max_positions: qk.table.max_positions,
-        cache_len: cache.cache_len,
-        eps: qk.eps(),
-        _pad: [0; 2],
-    });
+    let params = ctx.uniform_buffer(
+        label,
+        &QkParams {
+            n_heads,
+            n_kv_heads: cache.n_kv_heads,
+            rot_dim: qk.table.rot_dim,
+            max_positions: qk.table.max_positions,
+            cache_len: cache.cache_len,
+            eps: qk.eps(),
+            _pad: [0; 2],
+        },
+    );
     let mut defines = base_defines();
     defines.push(Define::u32("HEAD_DIM", cache.head_dim));
     if cache.f16 {

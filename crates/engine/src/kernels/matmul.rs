@@ -13,7 +13,10 @@ use super::{
 };
 use crate::{
     gguf::GgmlType,
-    gpu::{grid, Define, Dispatch, GpuCapabilities, GpuContext, GpuMatrix, MatrixChunk, OpList, StackedMatrix, Workgroups},
+    gpu::{
+        grid, Define, Dispatch, GpuCapabilities, GpuContext, GpuMatrix, MatrixChunk, OpList, StackedMatrix,
+        Workgroups,
+    },
 };
 
 /// Weight types the matmul and embedding kernels decode.
@@ -69,7 +72,8 @@ struct TileShape {
 
 /// On f32 FMAs every thread computes 4 rows × 4 tokens and the two tiles fill 16 KiB of
 /// shared memory (the WebGPU minimum); 64 × 64 was the fastest of the shapes tried on an H100.
-const FMA_TILE: TileShape = TileShape { rows: 64, tokens: 64, k: 32, threads: (64 / 4) * (64 / 4), cooperative_matrix: false };
+const FMA_TILE: TileShape =
+    TileShape { rows: 64, tokens: 64, k: 32, threads: (64 / 4) * (64 / 4), cooperative_matrix: false };
 
 /// On cooperative matrices every subgroup of 32 threads computes a 32 × 32 block. Measured on
 /// an H100 (1B pp512): 128 × 128 tiles 15,081 tok/s, 64 × 128 14,400, 128 × 64 13,863,
@@ -89,7 +93,9 @@ fn tile_shape(caps: &GpuCapabilities) -> TileShape {
         return FMA_TILE;
     }
     let large = cooperative_tile(128, 128);
-    if large.threads <= caps.max_workgroup_invocations && cooperative_shared_bytes(large) <= caps.max_workgroup_storage_bytes {
+    if large.threads <= caps.max_workgroup_invocations
+        && cooperative_shared_bytes(large) <= caps.max_workgroup_storage_bytes
+    {
         large
     } else {
         cooperative_tile(64, 64)
@@ -120,7 +126,12 @@ pub(crate) fn weight_type_define(kernel: &'static str, w: &GpuMatrix) -> Result<
     if w.row_len == 0 || !w.row_len.is_multiple_of(block_len) {
         return Err(KernelError::InvalidShape {
             kernel,
-            message: format!("'{}': rows of {} {} values (need a positive multiple of {block_len})", w.name, w.row_len, ty.name()),
+            message: format!(
+                "'{}': rows of {} {} values (need a positive multiple of {block_len})",
+                w.name,
+                w.row_len,
+                ty.name()
+            ),
         });
     }
     Ok(type_define(ty))
@@ -132,9 +143,17 @@ fn type_define(ty: GgmlType) -> Define {
 }
 
 /// Errors unless `buffer` holds `floats` f32 values.
-pub(crate) fn check_buffer(kernel: &'static str, what: &str, buffer: &wgpu::Buffer, floats: u64) -> Result<(), KernelError> {
+pub(crate) fn check_buffer(
+    kernel: &'static str,
+    what: &str,
+    buffer: &wgpu::Buffer,
+    floats: u64,
+) -> Result<(), KernelError> {
     if buffer.size() < floats * 4 {
-        return Err(KernelError::InvalidShape { kernel, message: format!("{what} buffer holds {} bytes, needs {}", buffer.size(), floats * 4) });
+        return Err(KernelError::InvalidShape {
+            kernel,
+            message: format!("{what} buffer holds {} bytes, needs {}", buffer.size(), floats * 4),
+        });
     }
     Ok(())
 }
@@ -165,7 +184,16 @@ impl MatvecParams {
     /// `rows` rows of `w`, x and y from element 0, one part.
     fn new(w: &GpuMatrix, rows: u32) -> Self {
         let blocks_per_row = w.row_len / kernel_block_len(w.ggml_type);
-        Self { rows, blocks_per_row, row_bytes: w.row_bytes as u32, input_offset: 0, output_offset: 0, second: rows, third: rows, eps: 0.0 }
+        Self {
+            rows,
+            blocks_per_row,
+            row_bytes: w.row_bytes as u32,
+            input_offset: 0,
+            output_offset: 0,
+            second: rows,
+            third: rows,
+            eps: 0.0,
+        }
     }
 }
 
@@ -205,7 +233,9 @@ pub struct ResidualStream<'a> {
 pub fn normed_input_fits(ctx: &GpuContext, row_len: u32) -> bool {
     const MAX_THREADS: u64 = 128;
     let shared_bytes = u64::from(row_len) * 4 + MAX_THREADS * (16 + 4);
-    row_len.is_multiple_of(4) && shared_bytes <= u64::from(ctx.caps.max_workgroup_storage_bytes) && ctx.caps.max_storage_buffers_per_stage >= 9
+    row_len.is_multiple_of(4)
+        && shared_bytes <= u64::from(ctx.caps.max_workgroup_storage_bytes)
+        && ctx.caps.max_storage_buffers_per_stage >= 9
 }
 
 /// Workgroups beyond which repeating the norm in each costs more than the dispatch it saves.
@@ -242,7 +272,8 @@ fn matvec_dispatch(
     outputs: &[&wgpu::Buffer],
 ) -> Result<(), KernelError> {
     let type_define = weight_type_define("matvec", w)?;
-    let (threads, rows_per_workgroup) = matvec_shape(w, max_rows_per_workgroup, matches!(input, MatvecInput::Normed(_)));
+    let (threads, rows_per_workgroup) =
+        matvec_shape(w, max_rows_per_workgroup, matches!(input, MatvecInput::Normed(_)));
     let mut defines = vec![type_define, Define::u32("WG", threads), Define::u32("ROWS", rows_per_workgroup)];
     if ctx.caps.subgroups {
         defines.push(Define::flag("SUBGROUPS"));
@@ -277,19 +308,33 @@ fn matvec_dispatch(
     }
     let pipeline = ctx.pipeline("matmul_vector.wgsl", "main", &defines)?;
     let bind_group = ctx.bind_group_numbered(label, &pipeline, &bound);
-    let workgroups = Workgroups::Fixed(grid(params.rows.div_ceil(rows_per_workgroup), ctx.caps.max_workgroups_per_dimension));
+    let workgroups = Workgroups::Fixed(grid(
+        params.rows.div_ceil(rows_per_workgroup),
+        ctx.caps.max_workgroups_per_dimension,
+    ));
     ops.push(Dispatch { label: label.to_string().into(), pipeline, bind_group, workgroups, switch: None });
     Ok(())
 }
 
 /// Errors unless a normed input's buffers hold a row of `w` and the adapter can fuse it.
-fn check_input(kernel: &'static str, ctx: &GpuContext, w: &GpuMatrix, input: MatvecInput) -> Result<(), KernelError> {
+fn check_input(
+    kernel: &'static str,
+    ctx: &GpuContext,
+    w: &GpuMatrix,
+    input: MatvecInput,
+) -> Result<(), KernelError> {
     let floats = u64::from(w.row_len);
     match input {
         MatvecInput::Vector(buffer) => check_buffer(kernel, "input", buffer, floats),
         MatvecInput::Normed(normed) => {
             if !normed_input_fits(ctx, w.row_len) {
-                return Err(KernelError::InvalidShape { kernel, message: format!("'{}': a normed input of {} values does not fit a workgroup", w.name, w.row_len) });
+                return Err(KernelError::InvalidShape {
+                    kernel,
+                    message: format!(
+                        "'{}': a normed input of {} values does not fit a workgroup",
+                        w.name, w.row_len
+                    ),
+                });
             }
             check_buffer(kernel, "input", normed.source, floats)?;
             check_buffer(kernel, "norm", normed.norm, floats)?;
@@ -301,7 +346,13 @@ fn check_input(kernel: &'static str, ctx: &GpuContext, w: &GpuMatrix, input: Mat
                 if let Some(stream_out) = residual.stream_out {
                     check_buffer(kernel, "residual stream", stream_out, floats)?;
                     if residual.stream_in == stream_out {
-                        return Err(KernelError::InvalidShape { kernel, message: format!("'{}': the residual stream is read and written in one buffer", w.name) });
+                        return Err(KernelError::InvalidShape {
+                            kernel,
+                            message: format!(
+                                "'{}': the residual stream is read and written in one buffer",
+                                w.name
+                            ),
+                        });
                     }
                 }
             }
@@ -315,7 +366,12 @@ fn check_stack(kernel: &'static str, stack: &StackedMatrix, parts: Range<usize>)
     if stack.matrix.chunks.len() != 1 || !parts.contains(&stack.parts.len()) {
         return Err(KernelError::InvalidShape {
             kernel,
-            message: format!("'{}': {} parts in {} chunks (need {parts:?} parts in one)", stack.matrix.name, stack.parts.len(), stack.matrix.chunks.len()),
+            message: format!(
+                "'{}': {} parts in {} chunks (need {parts:?} parts in one)",
+                stack.matrix.name,
+                stack.parts.len(),
+                stack.matrix.chunks.len()
+            ),
         });
     }
     Ok(())
@@ -338,32 +394,64 @@ pub fn record_matvec(
     const KERNEL: &str = "matvec";
     weight_type_define(KERNEL, w)?;
     if !input_offset.is_multiple_of(4) {
-        return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("input offset {input_offset} is not a multiple of 4") });
+        return Err(KernelError::InvalidShape {
+            kernel: KERNEL,
+            message: format!("input offset {input_offset} is not a multiple of 4"),
+        });
     }
     check_buffer(KERNEL, "input", input, u64::from(input_offset) + u64::from(w.row_len))?;
     check_buffer(KERNEL, "output", output, u64::from(output_offset) + u64::from(w.rows))?;
     for (index, chunk) in w.chunks.iter().enumerate() {
-        let params = MatvecParams { input_offset, output_offset: output_offset + chunk.first_row, ..MatvecParams::new(w, chunk.rows) };
-        matvec_dispatch(ctx, ops, &chunk_label(label, w, index), w, chunk, params, 4, &[], MatvecInput::Vector(input), &[output])?;
+        let params = MatvecParams {
+            input_offset,
+            output_offset: output_offset + chunk.first_row,
+            ..MatvecParams::new(w, chunk.rows)
+        };
+        matvec_dispatch(
+            ctx,
+            ops,
+            &chunk_label(label, w, index),
+            w,
+            chunk,
+            params,
+            4,
+            &[],
+            MatvecInput::Vector(input),
+            &[output],
+        )?;
     }
     Ok(())
 }
 
 /// Decode: the products of every part of `stack` with x in one dispatch, part i's rows into
 /// `outputs[i]` (from element 0).
-pub fn record_stacked_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, stack: &StackedMatrix, input: MatvecInput, outputs: &[&wgpu::Buffer]) -> Result<(), KernelError> {
+pub fn record_stacked_matvec(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    stack: &StackedMatrix,
+    input: MatvecInput,
+    outputs: &[&wgpu::Buffer],
+) -> Result<(), KernelError> {
     const KERNEL: &str = "stacked matvec";
     check_stack(KERNEL, stack, 1..4)?;
     let w = &stack.matrix;
     if outputs.len() != stack.parts.len() {
-        return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("'{}': {} outputs for {} parts", w.name, outputs.len(), stack.parts.len()) });
+        return Err(KernelError::InvalidShape {
+            kernel: KERNEL,
+            message: format!("'{}': {} outputs for {} parts", w.name, outputs.len(), stack.parts.len()),
+        });
     }
     check_input(KERNEL, ctx, w, input)?;
     for (index, output) in outputs.iter().enumerate() {
         check_buffer(KERNEL, "output", output, u64::from(stack.parts[index].rows))?;
     }
     let starts: Vec<u32> = (0..stack.parts.len()).map(|index| stack.part_rows(index).start).collect();
-    let params = MatvecParams { second: starts.get(1).copied().unwrap_or(w.rows), third: starts.get(2).copied().unwrap_or(w.rows), ..MatvecParams::new(w, w.rows) };
+    let params = MatvecParams {
+        second: starts.get(1).copied().unwrap_or(w.rows),
+        third: starts.get(2).copied().unwrap_or(w.rows),
+        ..MatvecParams::new(w, w.rows)
+    };
     let flags: &[Define] = match outputs.len() {
         1 => &[],
         2 => &[Define::flag("SPLIT_OUTPUT")],
@@ -374,13 +462,24 @@ pub fn record_stacked_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, st
 
 /// Decode: `y[r] = act(G[r]·x) · U[r]·x` for a stack of two equal parts G (gate) and U (up):
 /// the gated feed-forward input in one dispatch.
-pub fn record_gated_matvec(ctx: &GpuContext, ops: &mut OpList, label: &str, stack: &StackedMatrix, input: MatvecInput, output: &wgpu::Buffer, activation: Activation) -> Result<(), KernelError> {
+pub fn record_gated_matvec(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    stack: &StackedMatrix,
+    input: MatvecInput,
+    output: &wgpu::Buffer,
+    activation: Activation,
+) -> Result<(), KernelError> {
     const KERNEL: &str = "gated matvec";
     check_stack(KERNEL, stack, 2..3)?;
     let w = &stack.matrix;
     let rows = stack.parts[0].rows;
     if stack.parts[1].rows != rows {
-        return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("'{}': parts of {} and {} rows", w.name, rows, stack.parts[1].rows) });
+        return Err(KernelError::InvalidShape {
+            kernel: KERNEL,
+            message: format!("'{}': parts of {} and {} rows", w.name, rows, stack.parts[1].rows),
+        });
     }
     check_input(KERNEL, ctx, w, input)?;
     check_buffer(KERNEL, "output", output, u64::from(rows))?;
@@ -430,7 +529,8 @@ fn tiled_defines(weight_type: Define, tile: TileShape) -> Vec<Define> {
 fn k_splits(tile: TileShape, rows: u32, row_len: u32, max_tokens: u32, scratch_floats: u64) -> (u32, u32) {
     let workgroups = rows.div_ceil(tile.rows) * max_tokens.div_ceil(tile.tokens);
     let k_tiles = row_len.div_ceil(tile.k);
-    let fit = (scratch_floats / (u64::from(max_tokens) * u64::from(rows)).max(1)).min(u64::from(MAX_K_SPLITS)) as u32;
+    let fit = (scratch_floats / (u64::from(max_tokens) * u64::from(rows)).max(1)).min(u64::from(MAX_K_SPLITS))
+        as u32;
     let wanted = TARGET_WORKGROUPS.div_ceil(workgroups).min(k_tiles / MIN_K_TILES_PER_SPLIT).min(fit).max(1);
     let split_len = k_tiles.div_ceil(wanted) * tile.k;
     (row_len.div_ceil(split_len), split_len)
@@ -470,7 +570,10 @@ pub fn record_matmul_rows(
 ) -> Result<(), KernelError> {
     const KERNEL: &str = "matmul";
     if rows.is_empty() || rows.end > w.rows {
-        return Err(KernelError::InvalidShape { kernel: KERNEL, message: format!("'{}': rows {rows:?} of {}", w.name, w.rows) });
+        return Err(KernelError::InvalidShape {
+            kernel: KERNEL,
+            message: format!("'{}': rows {rows:?} of {}", w.name, w.rows),
+        });
     }
     let tile = tile_shape(&ctx.caps);
     let defines = tiled_defines(weight_type_define(KERNEL, w)?, tile);
@@ -493,25 +596,48 @@ pub fn record_matmul_rows(
         }
         let label = chunk_label(label, w, index);
         let row_tiles = (end - first).div_ceil(tile.rows);
-        let params = ctx.uniform_buffer(&label, &MatmulParams {
-            rows: end - first,
-            row_len: w.row_len,
-            row_bytes: w.row_bytes as u32,
-            out_stride,
-            first_row: chunk.first_row + first - rows.start,
-            row_tiles,
-            max_tokens,
-            weight_row0: first,
-            splits,
-            split_len,
-            split_stride,
-            _pad: 0,
-        });
-        let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| grid(splits * row_tiles * n_tokens.min(max_tokens).div_ceil(tile.tokens), max_per_dimension)));
-        ops.push(make_dispatch(ctx, &label, "matmul_tiled.wgsl", "main", &defines, &[&chunk.buffer, input, target, step, &params], workgroups)?);
+        let params = ctx.uniform_buffer(
+            &label,
+            &MatmulParams {
+                rows: end - first,
+                row_len: w.row_len,
+                row_bytes: w.row_bytes as u32,
+                out_stride,
+                first_row: chunk.first_row + first - rows.start,
+                row_tiles,
+                max_tokens,
+                weight_row0: first,
+                splits,
+                split_len,
+                split_stride,
+                _pad: 0,
+            },
+        );
+        let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| {
+            grid(splits * row_tiles * n_tokens.min(max_tokens).div_ceil(tile.tokens), max_per_dimension)
+        }));
+        ops.push(make_dispatch(
+            ctx,
+            &label,
+            "matmul_tiled.wgsl",
+            "main",
+            &defines,
+            &[&chunk.buffer, input, target, step, &params],
+            workgroups,
+        )?);
     }
     if split_stride > 0 {
-        record_sum_slices(ctx, ops, &format!("{label} (K splits)"), target, output, step, out_stride, splits, split_stride)?;
+        record_sum_slices(
+            ctx,
+            ops,
+            &format!("{label} (K splits)"),
+            target,
+            output,
+            step,
+            out_stride,
+            splits,
+            split_stride,
+        )?;
     }
     Ok(())
 }
@@ -527,17 +653,30 @@ mod cooperative_matrix_tests {
 
     #[test]
     fn cooperative_matrix_variant_translates_to_spirv_for_every_type() {
-        for (ty, tile) in SUPPORTED_TYPES.into_iter().flat_map(|ty| [(ty, cooperative_tile(128, 128)), (ty, cooperative_tile(64, 64))]) {
+        for (ty, tile) in SUPPORTED_TYPES
+            .into_iter()
+            .flat_map(|ty| [(ty, cooperative_tile(128, 128)), (ty, cooperative_tile(64, 64))])
+        {
             let source = expand("matmul_tiled.wgsl", &tiled_defines(type_define(ty), tile)).unwrap();
             assert!(source.starts_with("enable f16;\nenable wgpu_cooperative_matrix;\n"));
-            let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}: {}", ty.name(), e.emit_to_string(&source)));
-            let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
-                .validate(&module)
+            let module = naga::front::wgsl::parse_str(&source)
                 .unwrap_or_else(|e| panic!("{}: {}", ty.name(), e.emit_to_string(&source)));
+            let info = naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::all(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{}: {}", ty.name(), e.emit_to_string(&source)));
             let options = naga::back::spv::Options { lang_version: (1, 6), ..Default::default() };
-            let spirv = naga::back::spv::write_vec(&module, &info, &options, None).unwrap_or_else(|e| panic!("{}: {e}", ty.name()));
+            let spirv = naga::back::spv::write_vec(&module, &info, &options, None)
+                .unwrap_or_else(|e| panic!("{}: {e}", ty.name()));
             assert!(!spirv.is_empty());
-            let declared: u32 = module.global_variables.iter().filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup).map(|(_, v)| module.types[v.ty].inner.size(module.to_ctx())).sum();
+            let declared: u32 = module
+                .global_variables
+                .iter()
+                .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
+                .map(|(_, v)| module.types[v.ty].inner.size(module.to_ctx()))
+                .sum();
             assert_eq!(declared, cooperative_shared_bytes(tile), "{tile:?}");
         }
     }
@@ -568,14 +707,19 @@ mod real_tensor_tests {
         let (row_len, rows) = (info.row_len() as usize, info.rows() as usize);
         let row_bytes = info.row_bytes() as usize;
         let data = file.tensor_data(info);
-        let picked: Vec<usize> = (0..ROWS_FROM_EACH_END.min(rows)).chain(rows.saturating_sub(ROWS_FROM_EACH_END)..rows).collect();
-        let bytes: Vec<u8> = picked.iter().flat_map(|&r| &data[r * row_bytes..(r + 1) * row_bytes]).copied().collect();
+        let picked: Vec<usize> =
+            (0..ROWS_FROM_EACH_END.min(rows)).chain(rows.saturating_sub(ROWS_FROM_EACH_END)..rows).collect();
+        let bytes: Vec<u8> =
+            picked.iter().flat_map(|&r| &data[r * row_bytes..(r + 1) * row_bytes]).copied().collect();
         let mut weights = vec![0.0f32; picked.len() * row_len];
         dequantize_row(info.ggml_type, &bytes, &mut weights).unwrap();
-        let w = GpuMatrix::upload(ctx, name, info.ggml_type, row_len as u64, picked.len() as u64, &bytes).unwrap();
+        let w = GpuMatrix::upload(ctx, name, info.ggml_type, row_len as u64, picked.len() as u64, &bytes)
+            .unwrap();
 
         // Activations like a normed hidden state: mostly small, a few large.
-        let x: Vec<f32> = (0..TOKENS * row_len).map(|i| ((i * 7919 % 1000) as f32 / 500.0 - 1.0) * if i % 97 == 0 { 20.0 } else { 1.0 }).collect();
+        let x: Vec<f32> = (0..TOKENS * row_len)
+            .map(|i| ((i * 7919 % 1000) as f32 / 500.0 - 1.0) * if i % 97 == 0 { 20.0 } else { 1.0 })
+            .collect();
         let input = ctx.storage_buffer("x", bytemuck::cast_slice(&x));
         let step = ctx.storage_buffer("step", bytemuck::cast_slice(&[0u32, TOKENS as u32, 0, 0]));
         let vector_out = ctx.zeroed_storage("y", (picked.len() * 4) as u64);
@@ -591,16 +735,27 @@ mod real_tensor_tests {
 
         for t in 0..TOKENS {
             for (i, row) in weights.chunks(row_len).enumerate() {
-                let (sum, magnitude) = row.iter().zip(&x[t * row_len..]).fold((0.0f64, 0.0f64), |(s, m), (&w, &x)| {
-                    let term = f64::from(w) * f64::from(x);
-                    (s + term, m + term.abs())
-                });
+                let (sum, magnitude) =
+                    row.iter().zip(&x[t * row_len..]).fold((0.0f64, 0.0f64), |(s, m), (&w, &x)| {
+                        let term = f64::from(w) * f64::from(x);
+                        (s + term, m + term.abs())
+                    });
                 let tolerance = 1e-5 * magnitude + 1e-6;
                 let got = matrix[t * picked.len() + i];
-                assert!((f64::from(got) - sum).abs() <= tolerance, "{name} ({}) matmul token {t} row {}: got {got}, expected {sum}", info.ggml_type, picked[i]);
+                assert!(
+                    (f64::from(got) - sum).abs() <= tolerance,
+                    "{name} ({}) matmul token {t} row {}: got {got}, expected {sum}",
+                    info.ggml_type,
+                    picked[i]
+                );
                 if t == 0 {
                     let got = vector[i];
-                    assert!((f64::from(got) - sum).abs() <= tolerance, "{name} ({}) matvec row {}: got {got}, expected {sum}", info.ggml_type, picked[i]);
+                    assert!(
+                        (f64::from(got) - sum).abs() <= tolerance,
+                        "{name} ({}) matvec row {}: got {got}, expected {sum}",
+                        info.ggml_type,
+                        picked[i]
+                    );
                 }
             }
         }
@@ -614,7 +769,10 @@ mod real_tensor_tests {
             let file = GgufFile::open(&path).unwrap();
             let mut seen = Vec::new();
             for info in file.tensors() {
-                if info.dims.len() == 2 && !seen.contains(&info.ggml_type) && SUPPORTED_TYPES.contains(&info.ggml_type) {
+                if info.dims.len() == 2
+                    && !seen.contains(&info.ggml_type)
+                    && SUPPORTED_TYPES.contains(&info.ggml_type)
+                {
                     seen.push(info.ggml_type);
                     check_tensor(&ctx, &file, &info.name);
                 }

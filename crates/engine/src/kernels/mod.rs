@@ -47,7 +47,9 @@ pub(crate) fn make_dispatch(
 /// Enough workgroups of `WORKGROUP_SIZE` threads for `threads_per_token` threads per token.
 pub(crate) fn threads_per_token(ctx: &GpuContext, threads_per_token: u32) -> Workgroups {
     let max = ctx.caps.max_workgroups_per_dimension;
-    Workgroups::PerStep(Box::new(move |n_tokens| grid((n_tokens * threads_per_token).div_ceil(WORKGROUP_SIZE), max)))
+    Workgroups::PerStep(Box::new(move |n_tokens| {
+        grid((n_tokens * threads_per_token).div_ceil(WORKGROUP_SIZE), max)
+    }))
 }
 
 /// One workgroup for each of `groups_per_token` groups of every token.

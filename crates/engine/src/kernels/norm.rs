@@ -42,13 +42,29 @@ pub fn record_rms_norm(
     let dispatch = match output {
         NormOutput::InPlace => {
             defines.push(Define::flag("IN_PLACE"));
-            make_dispatch(ctx, label, "rmsnorm.wgsl", "main", &defines, &[input, weight, step, &params], workgroups_per_token(ctx, rows_per_token))?
+            make_dispatch(
+                ctx,
+                label,
+                "rmsnorm.wgsl",
+                "main",
+                &defines,
+                &[input, weight, step, &params],
+                workgroups_per_token(ctx, rows_per_token),
+            )?
         }
         NormOutput::To(out) | NormOutput::AddTo(out) => {
             if matches!(output, NormOutput::AddTo(_)) {
                 defines.push(Define::flag("ADD_TO_OUTPUT"));
             }
-            make_dispatch(ctx, label, "rmsnorm.wgsl", "main", &defines, &[input, weight, out, step, &params], workgroups_per_token(ctx, rows_per_token))?
+            make_dispatch(
+                ctx,
+                label,
+                "rmsnorm.wgsl",
+                "main",
+                &defines,
+                &[input, weight, out, step, &params],
+                workgroups_per_token(ctx, rows_per_token),
+            )?
         }
     };
     ops.push(dispatch);

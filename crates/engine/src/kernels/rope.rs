@@ -51,7 +51,13 @@ pub struct RopeTable {
 }
 
 impl RopeTable {
-    pub fn new(ctx: &GpuContext, theta_base: f32, rot_dim: u32, max_positions: u32, linear_scale: f32) -> Self {
+    pub fn new(
+        ctx: &GpuContext,
+        theta_base: f32,
+        rot_dim: u32,
+        max_positions: u32,
+        linear_scale: f32,
+    ) -> Self {
         let table = rope_table(theta_base, rot_dim, max_positions, linear_scale);
         let buffer = ctx.storage_buffer("rope table", bytemuck::cast_slice(&table));
         Self { buffer, rot_dim, max_positions }
@@ -71,12 +77,23 @@ pub fn record_rope(
     n_heads: u32,
     head_dim: u32,
 ) -> Result<(), KernelError> {
-    let params = ctx.uniform_buffer(label, &RopeParams { n_heads, head_dim, rot_dim: table.rot_dim, max_positions: table.max_positions });
+    let params = ctx.uniform_buffer(
+        label,
+        &RopeParams { n_heads, head_dim, rot_dim: table.rot_dim, max_positions: table.max_positions },
+    );
     let mut defines = base_defines();
     if style == RopeStyle::Neox {
         defines.push(Define::flag("NEOX"));
     }
-    let dispatch = make_dispatch(ctx, label, "rope.wgsl", "main", &defines, &[x, &table.buffer, step, &params], threads_per_token(ctx, n_heads * table.rot_dim / 2))?;
+    let dispatch = make_dispatch(
+        ctx,
+        label,
+        "rope.wgsl",
+        "main",
+        &defines,
+        &[x, &table.buffer, step, &params],
+        threads_per_token(ctx, n_heads * table.rot_dim / 2),
+    )?;
     ops.push(dispatch);
     Ok(())
 }

@@ -73,7 +73,13 @@ impl ModelConfig {
         let ffn_hidden = required_u32("feed_forward_length")?;
         let n_heads = required_u32("attention.head_count")?;
         let n_kv_heads = meta.get_u32(&key("attention.head_count_kv"))?.unwrap_or(n_heads);
-        if hidden == 0 || n_layers == 0 || ffn_hidden == 0 || n_heads == 0 || n_kv_heads == 0 || n_heads % n_kv_heads != 0 {
+        if hidden == 0
+            || n_layers == 0
+            || ffn_hidden == 0
+            || n_heads == 0
+            || n_kv_heads == 0
+            || n_heads % n_kv_heads != 0
+        {
             return Err(ModelError::InvalidConfig(format!(
                 "hidden {hidden}, layers {n_layers}, ffn {ffn_hidden}, heads {n_heads}, kv heads {n_kv_heads}: all must be positive and heads a multiple of kv heads"
             )));
@@ -81,16 +87,24 @@ impl ModelConfig {
         let head_dim = match meta.get_u32(&key("attention.key_length"))? {
             Some(dim) => dim,
             None if hidden % n_heads == 0 => hidden / n_heads,
-            None => return Err(ModelError::InvalidConfig(format!("hidden {hidden} is not a multiple of {n_heads} heads"))),
+            None => {
+                return Err(ModelError::InvalidConfig(format!(
+                    "hidden {hidden} is not a multiple of {n_heads} heads"
+                )))
+            }
         };
         if let Some(value_dim) = meta.get_u32(&key("attention.value_length"))? {
             if value_dim != head_dim {
-                return Err(ModelError::InvalidConfig(format!("key length {head_dim} differs from value length {value_dim}")));
+                return Err(ModelError::InvalidConfig(format!(
+                    "key length {head_dim} differs from value length {value_dim}"
+                )));
             }
         }
         let rope_dim = meta.get_u32(&key("rope.dimension_count"))?.unwrap_or(head_dim);
         if rope_dim == 0 || rope_dim > head_dim || rope_dim % 2 != 0 || head_dim > 512 {
-            return Err(ModelError::InvalidConfig(format!("rope dimension {rope_dim} with head dimension {head_dim}")));
+            return Err(ModelError::InvalidConfig(format!(
+                "rope dimension {rope_dim} with head dimension {head_dim}"
+            )));
         }
         let vocab_size = match gguf.metadata().get_str_array("tokenizer.ggml.tokens")? {
             Some(tokens) => tokens.len() as u32,
@@ -100,7 +114,9 @@ impl ModelConfig {
         let rope_scale = match meta.get_str(&key("rope.scaling.type"))? {
             Some("linear") => meta.get_f32(&key("rope.scaling.factor"))?.unwrap_or(1.0),
             Some("none") | None => 1.0,
-            Some(other) => return Err(ModelError::InvalidConfig(format!("rope scaling '{other}' is not supported"))),
+            Some(other) => {
+                return Err(ModelError::InvalidConfig(format!("rope scaling '{other}' is not supported")))
+            }
         };
         let sliding_window = match architecture {
             Architecture::Gemma3 => meta.get_u32(&key("attention.sliding_window"))?.unwrap_or(0),
@@ -133,7 +149,10 @@ impl ModelConfig {
         let (h, ff, hd) = (u64::from(self.hidden), u64::from(self.ffn_hidden), u64::from(self.head_dim));
         let q_dim = u64::from(self.n_heads) * hd;
         let kv_dim = u64::from(self.n_kv_heads) * hd;
-        let mut tensors = vec![("token_embd.weight".to_string(), vec![h, u64::from(self.vocab_size)]), ("output_norm.weight".to_string(), vec![h])];
+        let mut tensors = vec![
+            ("token_embd.weight".to_string(), vec![h, u64::from(self.vocab_size)]),
+            ("output_norm.weight".to_string(), vec![h]),
+        ];
         if !self.tied_embeddings {
             tensors.push(("output.weight".to_string(), vec![h, u64::from(self.vocab_size)]));
         }

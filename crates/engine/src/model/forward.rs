@@ -5,11 +5,14 @@ use crate::{
     gpu::{GpuContext, GpuMatrix, OpList, StackedMatrix},
     kernels::{
         attention::{record_attention, record_decode_attention_with_qk_step, AttentionLayer, KvCache},
-        fused_qk::{record_qk_rope_store, QkStep, QkvRows},
         elementwise::{record_copy_last_row, record_gated_activation, Activation},
         embedding::record_embedding,
         fused_norm::{record_residual_norm, ResidualRows},
-        matmul::{normed_input_pays, record_gated_matvec, record_matmul_rows, record_matvec, record_stacked_matvec, MatvecInput, NormedInput, ResidualStream, MAX_K_SPLITS},
+        fused_qk::{record_qk_rope_store, QkStep, QkvRows},
+        matmul::{
+            normed_input_pays, record_gated_matvec, record_matmul_rows, record_matvec, record_stacked_matvec,
+            MatvecInput, NormedInput, ResidualStream, MAX_K_SPLITS,
+        },
         norm::{record_rms_norm, NormOutput},
         rope::RopeTable,
         KernelError,
@@ -71,17 +74,37 @@ impl Activations {
             up: ctx.zeroed_storage("up", floats(config.ffn_hidden)),
             // Enough for the narrow products that need splitting (rows up to the hidden or
             // q width); wider ones have workgroups enough, or split less.
-            matmul_splits: ctx.zeroed_storage("matmul splits", (floats(config.hidden.max(q_dim)) * u64::from(MAX_K_SPLITS)).min(ctx.caps.max_storage_binding & !3)),
+            matmul_splits: ctx.zeroed_storage(
+                "matmul splits",
+                (floats(config.hidden.max(q_dim)) * u64::from(MAX_K_SPLITS))
+                    .min(ctx.caps.max_storage_binding & !3),
+            ),
             last_normed: ctx.zeroed_storage("last normed", u64::from(config.hidden) * 4),
             logits: ctx.zeroed_storage("logits", u64::from(config.vocab_size) * 4),
         }
     }
 
     pub fn size_bytes(&self) -> u64 {
-        [&self.tokens, &self.step, &self.hidden, &self.hidden_alt, &self.normed, &self.q, &self.k, &self.v, &self.attention, &self.projection, &self.gate, &self.up, &self.matmul_splits, &self.last_normed, &self.logits]
-            .iter()
-            .map(|b| b.size())
-            .sum()
+        [
+            &self.tokens,
+            &self.step,
+            &self.hidden,
+            &self.hidden_alt,
+            &self.normed,
+            &self.q,
+            &self.k,
+            &self.v,
+            &self.attention,
+            &self.projection,
+            &self.gate,
+            &self.up,
+            &self.matmul_splits,
+            &self.last_normed,
+            &self.logits,
+        ]
+        .iter()
+        .map(|b| b.size())
+        .sum()
     }
 }
 
@@ -108,22 +131,50 @@ struct PendingNorm<'a> {
 }
 
 impl<'a> LayerContext<'a> {
-    pub fn new(ctx: &'a GpuContext, config: &'a ModelConfig, acts: &'a Activations, mode: ForwardMode) -> Self {
+    pub fn new(
+        ctx: &'a GpuContext,
+        config: &'a ModelConfig,
+        acts: &'a Activations,
+        mode: ForwardMode,
+    ) -> Self {
         Self { ctx, config, acts, mode, pending_norm: RefCell::new(None), stream_in_alt: Cell::new(false) }
     }
 
     /// `output = w · input` for every token of the step.
-    pub fn linear(&self, ops: &mut OpList, label: &str, w: &GpuMatrix, input: &wgpu::Buffer, output: &wgpu::Buffer) -> Result<(), KernelError> {
+    pub fn linear(
+        &self,
+        ops: &mut OpList,
+        label: &str,
+        w: &GpuMatrix,
+        input: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+    ) -> Result<(), KernelError> {
         match self.mode {
             ForwardMode::Decode => record_matvec(self.ctx, ops, label, w, input, 0, output, 0),
-            ForwardMode::Prefill => record_matmul_rows(self.ctx, ops, label, w, 0..w.rows, input, output, &self.acts.step, self.acts.max_tokens, Some(&self.acts.matmul_splits)),
+            ForwardMode::Prefill => record_matmul_rows(
+                self.ctx,
+                ops,
+                label,
+                w,
+                0..w.rows,
+                input,
+                output,
+                &self.acts.step,
+                self.acts.max_tokens,
+                Some(&self.acts.matmul_splits),
+            ),
         }
     }
 
     /// Every part of `stacks` applied to `acts.normed`, part i (counting through the stacks)
     /// into `outputs[i]`: one dispatch per stack in decode, normalizing its input itself where
     /// it can, one matmul per part in prefill.
-    pub fn projections(&self, ops: &mut OpList, stacks: &[StackedMatrix], outputs: &[&wgpu::Buffer]) -> Result<(), KernelError> {
+    pub fn projections(
+        &self,
+        ops: &mut OpList,
+        stacks: &[StackedMatrix],
+        outputs: &[&wgpu::Buffer],
+    ) -> Result<(), KernelError> {
         let (ctx, acts) = (self.ctx, self.acts);
         let fused = self.take_fusable_norm(ops, stacks, false)?;
         let mut outputs = outputs.iter().copied();
@@ -140,13 +191,38 @@ impl<'a> LayerContext<'a> {
                             residual.stream_out = None;
                         }
                     }
-                    record_stacked_matvec(ctx, ops, &label, stack, MatvecInput::Normed(input), &stack_outputs)?
+                    record_stacked_matvec(
+                        ctx,
+                        ops,
+                        &label,
+                        stack,
+                        MatvecInput::Normed(input),
+                        &stack_outputs,
+                    )?
                 }
-                (ForwardMode::Decode, None) => record_stacked_matvec(ctx, ops, &stack_label(stack), stack, MatvecInput::Vector(&acts.normed), &stack_outputs)?,
+                (ForwardMode::Decode, None) => record_stacked_matvec(
+                    ctx,
+                    ops,
+                    &stack_label(stack),
+                    stack,
+                    MatvecInput::Vector(&acts.normed),
+                    &stack_outputs,
+                )?,
                 (ForwardMode::Prefill, _) => {
                     for (index, output) in stack_outputs.iter().enumerate() {
                         let label = part_label(&stack.parts[index].name);
-                        record_matmul_rows(ctx, ops, &label, &stack.matrix, stack.part_rows(index), &acts.normed, output, &acts.step, acts.max_tokens, Some(&acts.matmul_splits))?;
+                        record_matmul_rows(
+                            ctx,
+                            ops,
+                            &label,
+                            &stack.matrix,
+                            stack.part_rows(index),
+                            &acts.normed,
+                            output,
+                            &acts.step,
+                            acts.max_tokens,
+                            Some(&acts.matmul_splits),
+                        )?;
                     }
                 }
             }
@@ -157,7 +233,13 @@ impl<'a> LayerContext<'a> {
 
     /// The gated feed-forward input `acts.gate = act(gate · normed) · (up · normed)`: one
     /// dispatch in decode where gate and up share a stack. `label` names the activation.
-    pub fn gated_ffn_input(&self, ops: &mut OpList, label: &str, gate_up: &[StackedMatrix], activation: Activation) -> Result<(), KernelError> {
+    pub fn gated_ffn_input(
+        &self,
+        ops: &mut OpList,
+        label: &str,
+        gate_up: &[StackedMatrix],
+        activation: Activation,
+    ) -> Result<(), KernelError> {
         let acts = self.acts;
         if let (ForwardMode::Decode, [stack]) = (self.mode, gate_up) {
             let activation_name = label.rsplit('.').next().unwrap_or(label);
@@ -166,21 +248,55 @@ impl<'a> LayerContext<'a> {
                 Some(norm) => (fused_label(&norm.label, stack), MatvecInput::Normed(self.normed_input(norm))),
                 None => (stack_label(stack), MatvecInput::Vector(&acts.normed)),
             };
-            record_gated_matvec(self.ctx, ops, &format!("{matvec_label}+{activation_name}"), stack, input, &acts.gate, activation)?;
+            record_gated_matvec(
+                self.ctx,
+                ops,
+                &format!("{matvec_label}+{activation_name}"),
+                stack,
+                input,
+                &acts.gate,
+                activation,
+            )?;
             self.consumed(fused);
             return Ok(());
         }
         self.projections(ops, gate_up, &[&acts.gate, &acts.up])?;
-        record_gated_activation(self.ctx, ops, label, &acts.gate, &acts.up, &acts.step, self.config.ffn_hidden, activation)
+        record_gated_activation(
+            self.ctx,
+            ops,
+            label,
+            &acts.gate,
+            &acts.up,
+            &acts.step,
+            self.config.ffn_hidden,
+            activation,
+        )
     }
 
     /// The q/k step (`qk_label`) on `acts.q`/`k`/`v`, then attention over `cache` into
     /// `acts.attention`: split over the keys in decode, whose slices also do the q/k step.
-    pub fn attention(&self, ops: &mut OpList, qk_label: &str, label: &str, qk: &QkStep, cache: &KvCache, window: u32) -> Result<(), KernelError> {
+    pub fn attention(
+        &self,
+        ops: &mut OpList,
+        qk_label: &str,
+        label: &str,
+        qk: &QkStep,
+        cache: &KvCache,
+        window: u32,
+    ) -> Result<(), KernelError> {
         let (acts, config) = (self.acts, self.config);
-        let layer = AttentionLayer { cache, output: &acts.attention, step: &acts.step, n_heads: config.n_heads, window, scale: 1.0 / (config.head_dim as f32).sqrt() };
+        let layer = AttentionLayer {
+            cache,
+            output: &acts.attention,
+            step: &acts.step,
+            n_heads: config.n_heads,
+            window,
+            scale: 1.0 / (config.head_dim as f32).sqrt(),
+        };
         match self.mode {
-            ForwardMode::Decode => record_decode_attention_with_qk_step(self.ctx, ops, qk_label, label, qk, &layer),
+            ForwardMode::Decode => {
+                record_decode_attention_with_qk_step(self.ctx, ops, qk_label, label, qk, &layer)
+            }
             ForwardMode::Prefill => {
                 record_qk_rope_store(self.ctx, ops, qk_label, qk, cache, &acts.step, config.n_heads)?;
                 record_attention(self.ctx, ops, label, &acts.q, &layer)
@@ -195,13 +311,29 @@ impl<'a> LayerContext<'a> {
 
     /// Closes a block: adds `acts.projection` (post-normed, for Gemma) to the residual stream,
     /// then normalizes it into `acts.normed` with the next pre-norm.
-    pub fn residual_norm(&self, ops: &mut OpList, label: &str, ends: LayerEnds<'a>) -> Result<(), KernelError> {
-        self.norm_stream(ops, PendingNorm { label: label.to_string(), block_out: Some(&self.acts.projection), post_norm: ends.post_norm, norm: ends.next_norm })
+    pub fn residual_norm(
+        &self,
+        ops: &mut OpList,
+        label: &str,
+        ends: LayerEnds<'a>,
+    ) -> Result<(), KernelError> {
+        self.norm_stream(
+            ops,
+            PendingNorm {
+                label: label.to_string(),
+                block_out: Some(&self.acts.projection),
+                post_norm: ends.post_norm,
+                norm: ends.next_norm,
+            },
+        )
     }
 
     /// `acts.normed = rmsnorm(stream)·norm` for the first layer.
     fn first_norm(&self, ops: &mut OpList, label: &str, norm: &'a wgpu::Buffer) -> Result<(), KernelError> {
-        self.norm_stream(ops, PendingNorm { label: label.to_string(), block_out: None, post_norm: None, norm })
+        self.norm_stream(
+            ops,
+            PendingNorm { label: label.to_string(), block_out: None, post_norm: None, norm },
+        )
     }
 
     /// Records `norm` now in prefill; leaves it to the next matrix-vector kernels in decode.
@@ -224,16 +356,43 @@ impl<'a> LayerContext<'a> {
         match norm.block_out {
             Some(block_out) => {
                 let rows = ResidualRows { block_out, hidden: stream, normed: &acts.normed };
-                record_residual_norm(ctx, ops, &norm.label, rows, norm.post_norm, norm.norm, &acts.step, config.hidden, config.rms_eps)
+                record_residual_norm(
+                    ctx,
+                    ops,
+                    &norm.label,
+                    rows,
+                    norm.post_norm,
+                    norm.norm,
+                    &acts.step,
+                    config.hidden,
+                    config.rms_eps,
+                )
             }
-            None => record_rms_norm(ctx, ops, &norm.label, stream, norm.norm, NormOutput::To(&acts.normed), &acts.step, config.hidden, 1, config.rms_eps),
+            None => record_rms_norm(
+                ctx,
+                ops,
+                &norm.label,
+                stream,
+                norm.norm,
+                NormOutput::To(&acts.normed),
+                &acts.step,
+                config.hidden,
+                1,
+                config.rms_eps,
+            ),
         }
     }
 
     /// The pending norm, taken for the decode kernels of `stacks` (`gated`: one gated product)
     /// where they all fold it in to advantage; otherwise it is recorded now and None returned.
-    fn take_fusable_norm(&self, ops: &mut OpList, stacks: &[StackedMatrix], gated: bool) -> Result<Option<PendingNorm<'a>>, KernelError> {
-        let fusable = self.mode == ForwardMode::Decode && stacks.iter().all(|stack| normed_input_pays(self.ctx, stack, gated));
+    fn take_fusable_norm(
+        &self,
+        ops: &mut OpList,
+        stacks: &[StackedMatrix],
+        gated: bool,
+    ) -> Result<Option<PendingNorm<'a>>, KernelError> {
+        let fusable = self.mode == ForwardMode::Decode
+            && stacks.iter().all(|stack| normed_input_pays(self.ctx, stack, gated));
         if fusable {
             return Ok(self.pending_norm.borrow_mut().take());
         }
@@ -255,7 +414,16 @@ impl<'a> LayerContext<'a> {
         let (stream_in, stream_out) = self.stream_buffers();
         let eps = self.config.rms_eps;
         match norm.block_out {
-            Some(block_out) => NormedInput { source: block_out, norm: norm.norm, residual: Some(ResidualStream { stream_in, stream_out: Some(stream_out), post_norm: norm.post_norm }), eps },
+            Some(block_out) => NormedInput {
+                source: block_out,
+                norm: norm.norm,
+                residual: Some(ResidualStream {
+                    stream_in,
+                    stream_out: Some(stream_out),
+                    post_norm: norm.post_norm,
+                }),
+                eps,
+            },
             None => NormedInput { source: stream_in, norm: norm.norm, residual: None, eps },
         }
     }
@@ -310,20 +478,40 @@ pub struct ForwardGraph {
 pub type StepTail<'a> = &'a dyn Fn(&mut OpList, &Activations) -> Result<(), KernelError>;
 
 impl ForwardGraph {
-    pub fn new(ctx: &GpuContext, config: &ModelConfig, weights: &ModelWeights, context_len: u32, max_batch: u32, tail: StepTail) -> Result<ForwardGraph, ModelError> {
+    pub fn new(
+        ctx: &GpuContext,
+        config: &ModelConfig,
+        weights: &ModelWeights,
+        context_len: u32,
+        max_batch: u32,
+        tail: StepTail,
+    ) -> Result<ForwardGraph, ModelError> {
         let acts = ctx.checked("allocating activations", || Activations::new(ctx, config, max_batch))?;
         let caches = ctx.checked("allocating the KV cache", || {
             (0..config.n_layers)
                 .map(|layer| {
-                    let cache_len = if config.is_sliding_layer(layer) { context_len.min(config.sliding_window + max_batch) } else { context_len };
-                    KvCache::new(ctx, &format!("layer {layer}"), cache_len, config.n_kv_heads, config.head_dim)
+                    let cache_len = if config.is_sliding_layer(layer) {
+                        context_len.min(config.sliding_window + max_batch)
+                    } else {
+                        context_len
+                    };
+                    KvCache::new(
+                        ctx,
+                        &format!("layer {layer}"),
+                        cache_len,
+                        config.n_kv_heads,
+                        config.head_dim,
+                    )
                 })
                 .collect::<Vec<_>>()
         })?;
-        let rope_global = RopeTable::new(ctx, config.rope_theta, config.rope_dim, context_len, config.rope_scale);
-        let rope_local = (config.architecture == Architecture::Gemma3).then(|| RopeTable::new(ctx, config.rope_theta_local, config.rope_dim, context_len, 1.0));
+        let rope_global =
+            RopeTable::new(ctx, config.rope_theta, config.rope_dim, context_len, config.rope_scale);
+        let rope_local = (config.architecture == Architecture::Gemma3)
+            .then(|| RopeTable::new(ctx, config.rope_theta_local, config.rope_dim, context_len, 1.0));
         let tables = RopeTables { global: &rope_global, local: rope_local.as_ref() };
-        let mut graph = ForwardGraph { acts, caches, context_len, prefill: OpList::new(), decode: OpList::new() };
+        let mut graph =
+            ForwardGraph { acts, caches, context_len, prefill: OpList::new(), decode: OpList::new() };
         for mode in [ForwardMode::Prefill, ForwardMode::Decode] {
             let mut ops = graph.record(ctx, config, weights, &tables, mode)?;
             tail(&mut ops, &graph.acts)?;
@@ -335,7 +523,14 @@ impl ForwardGraph {
         Ok(graph)
     }
 
-    fn record(&self, ctx: &GpuContext, config: &ModelConfig, weights: &ModelWeights, rope: &RopeTables, mode: ForwardMode) -> Result<OpList, ModelError> {
+    fn record(
+        &self,
+        ctx: &GpuContext,
+        config: &ModelConfig,
+        weights: &ModelWeights,
+        rope: &RopeTables,
+        mode: ForwardMode,
+    ) -> Result<OpList, ModelError> {
         let acts = &self.acts;
         let layer_ctx = LayerContext::new(ctx, config, acts, mode);
         let mut ops = OpList::new();
@@ -343,27 +538,52 @@ impl ForwardGraph {
             Architecture::Gemma3 => (config.hidden as f32).sqrt(),
             Architecture::Llama => 1.0,
         };
-        record_embedding(ctx, &mut ops, "embedding", &weights.token_embedding, &acts.tokens, &acts.hidden, &acts.step, embedding_scale, acts.max_tokens)?;
+        record_embedding(
+            ctx,
+            &mut ops,
+            "embedding",
+            &weights.token_embedding,
+            &acts.tokens,
+            &acts.hidden,
+            &acts.step,
+            embedding_scale,
+            acts.max_tokens,
+        )?;
         // Each layer leaves the next one's attention pre-norm (the output norm after the last
         // layer) in `normed`, fused with its final residual add; only the first needs its own.
         let first_norm = weights.layers.first().map_or(&weights.output_norm, |layer| &layer.attn_norm);
         layer_ctx.first_norm(&mut ops, "blk.0.attn_norm", first_norm)?;
         for (index, (layer, cache)) in weights.layers.iter().zip(&self.caches).enumerate() {
-            let next_norm = weights.layers.get(index + 1).map_or(&weights.output_norm, |next| &next.attn_norm);
+            let next_norm =
+                weights.layers.get(index + 1).map_or(&weights.output_norm, |next| &next.attn_norm);
             let index = index as u32;
             match config.architecture {
                 Architecture::Gemma3 => {
-                    let table = if config.is_sliding_layer(index) { rope.local.expect("Gemma 3 has a local RoPE table") } else { rope.global };
+                    let table = if config.is_sliding_layer(index) {
+                        rope.local.expect("Gemma 3 has a local RoPE table")
+                    } else {
+                        rope.global
+                    };
                     gemma3::record_layer(&layer_ctx, &mut ops, index, layer, cache, table, next_norm)?
                 }
-                Architecture::Llama => llama::record_layer(&layer_ctx, &mut ops, index, layer, cache, rope.global, next_norm)?,
+                Architecture::Llama => {
+                    llama::record_layer(&layer_ctx, &mut ops, index, layer, cache, rope.global, next_norm)?
+                }
             }
         }
         layer_ctx.flush_norm(&mut ops)?;
         // A decode step's one token is already the last row.
         let last_normed = match mode {
             ForwardMode::Prefill => {
-                record_copy_last_row(ctx, &mut ops, "last token", &acts.normed, &acts.last_normed, &acts.step, config.hidden)?;
+                record_copy_last_row(
+                    ctx,
+                    &mut ops,
+                    "last token",
+                    &acts.normed,
+                    &acts.last_normed,
+                    &acts.step,
+                    config.hidden,
+                )?;
                 &acts.last_normed
             }
             ForwardMode::Decode => &acts.normed,

@@ -43,7 +43,12 @@ impl ModelWeights {
     }
 
     /// Uploads every tensor `config` names; `progress` gets the fraction done after each one.
-    pub fn upload(ctx: &GpuContext, gguf: &GgufFile, config: &ModelConfig, progress: &mut dyn FnMut(f32)) -> Result<ModelWeights, ModelError> {
+    pub fn upload(
+        ctx: &GpuContext,
+        gguf: &GgufFile,
+        config: &ModelConfig,
+        progress: &mut dyn FnMut(f32),
+    ) -> Result<ModelWeights, ModelError> {
         let expected = config.expected_tensors();
         let total: u64 = expected.iter().filter_map(|(name, _)| gguf.tensor(name)).map(|t| t.n_bytes).sum();
         let mut uploader = Uploader { ctx, gguf, done: 0, total: total.max(1), progress };
@@ -99,9 +104,9 @@ impl Uploader<'_> {
     fn matrix(&mut self, name: &str) -> Result<GpuMatrix, ModelError> {
         let info = self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string()))?;
         let data = self.gguf.tensor_data(info);
-        let matrix = self
-            .ctx
-            .checked(&format!("uploading {name}"), || GpuMatrix::upload(self.ctx, name, info.ggml_type, info.row_len(), info.rows(), data))??;
+        let matrix = self.ctx.checked(&format!("uploading {name}"), || {
+            GpuMatrix::upload(self.ctx, name, info.ggml_type, info.row_len(), info.rows(), data)
+        })??;
         self.advance(info.n_bytes);
         Ok(matrix)
     }
@@ -124,7 +129,10 @@ impl Uploader<'_> {
             while let Some(next) = infos.get(end) {
                 let Some(joined) = stack_type(ty, next.ggml_type) else { break };
                 let values: u64 = infos[first..=end].iter().map(|info| info.row_len() * info.rows()).sum();
-                let fits = StackedMatrix::fits_one_binding(self.ctx, values / joined.block_len() as u64 * joined.block_bytes() as u64);
+                let fits = StackedMatrix::fits_one_binding(
+                    self.ctx,
+                    values / joined.block_len() as u64 * joined.block_bytes() as u64,
+                );
                 if next.row_len() != head.row_len() || !fits {
                     break;
                 }
@@ -145,12 +153,20 @@ impl Uploader<'_> {
                         if info.ggml_type == ty {
                             Ok(Cow::Borrowed(data))
                         } else {
-                            widen_to_q8_0(info.ggml_type, data).map(Cow::Owned).map_err(|source| ModelError::Widen { name: info.name.clone(), source })
+                            widen_to_q8_0(info.ggml_type, data)
+                                .map(Cow::Owned)
+                                .map_err(|source| ModelError::Widen { name: info.name.clone(), source })
                         }
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                let parts: Vec<(&str, u64, &[u8])> = group.iter().zip(&data).map(|(info, data)| (info.name.as_str(), info.rows(), data.as_ref())).collect();
-                let stack = self.ctx.checked(&format!("uploading {stack_name}"), || StackedMatrix::upload(self.ctx, &stack_name, ty, head.row_len(), &parts))??;
+                let parts: Vec<(&str, u64, &[u8])> = group
+                    .iter()
+                    .zip(&data)
+                    .map(|(info, data)| (info.name.as_str(), info.rows(), data.as_ref()))
+                    .collect();
+                let stack = self.ctx.checked(&format!("uploading {stack_name}"), || {
+                    StackedMatrix::upload(self.ctx, &stack_name, ty, head.row_len(), &parts)
+                })??;
                 self.advance(group.iter().map(|info| info.n_bytes).sum());
                 stack
             };
@@ -162,7 +178,9 @@ impl Uploader<'_> {
 
     fn vector(&mut self, name: &str) -> Result<wgpu::Buffer, ModelError> {
         let info = self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string()))?;
-        let buffer = self.ctx.checked(&format!("uploading {name}"), || self.ctx.storage_buffer(name, self.gguf.tensor_data(info)))?;
+        let buffer = self.ctx.checked(&format!("uploading {name}"), || {
+            self.ctx.storage_buffer(name, self.gguf.tensor_data(info))
+        })?;
         self.advance(info.n_bytes);
         Ok(buffer)
     }

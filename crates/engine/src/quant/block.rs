@@ -55,10 +55,7 @@ pub(super) fn stored_f16(value: f32) -> ([u8; 2], f32) {
 /// The value of largest magnitude, keeping its sign (ggml's legacy quantizers map it to the
 /// most negative quant level to use the full asymmetric range).
 pub(super) fn signed_abs_max(values: &[f32]) -> f32 {
-    values
-        .iter()
-        .copied()
-        .fold(0.0f32, |best, v| if v.abs() > best.abs() { v } else { best })
+    values.iter().copied().fold(0.0f32, |best, v| if v.abs() > best.abs() { v } else { best })
 }
 
 /// `1 / d`, or 0 for a zero scale (an all-zero block quantizes to zero quants).

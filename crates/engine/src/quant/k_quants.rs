@@ -61,10 +61,7 @@ pub fn unpack_scale_min(scales: &[u8; 12], j: usize) -> (u8, u8) {
     if j < 4 {
         (scales[j] & 63, scales[j + 4] & 63)
     } else {
-        (
-            (scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4),
-            (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4),
-        )
+        ((scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4), (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4))
     }
 }
 
@@ -96,7 +93,13 @@ fn pack_k_nibbles(quants: &[u8; QK_K]) -> [u8; QK_K / 2] {
     })
 }
 
-fn dequantize_scaled_min(d: [u8; 2], dmin: [u8; 2], scales: &[u8; 12], quant: impl Fn(usize) -> u8, out: &mut [f32]) {
+fn dequantize_scaled_min(
+    d: [u8; 2],
+    dmin: [u8; 2],
+    scales: &[u8; 12],
+    quant: impl Fn(usize) -> u8,
+    out: &mut [f32],
+) {
     let (d, dmin) = (f16_value(d), f16_value(dmin));
     for (j, values) in out.chunks_exact_mut(32).enumerate() {
         let (sc, m) = unpack_scale_min(scales, j);
@@ -129,10 +132,8 @@ fn covering_level(needed: f32, unit: f32, max: u8) -> u8 {
 fn quantize_scaled_min(values: &[f32], levels: u8) -> ([u8; 2], [u8; 2], [u8; 12], [u8; QK_K]) {
     let sub_blocks: Vec<&[f32]> = values.chunks_exact(32).collect();
     // The min is subtracted as a non-negative 6-bit multiple of dmin, so offsets cover min(0, lowest).
-    let needed_offset: Vec<f32> = sub_blocks
-        .iter()
-        .map(|xs| -xs.iter().copied().fold(0.0f32, f32::min))
-        .collect();
+    let needed_offset: Vec<f32> =
+        sub_blocks.iter().map(|xs| -xs.iter().copied().fold(0.0f32, f32::min)).collect();
     let (dmin_bits, dmin) = stored_f16_covering(needed_offset.iter().copied().fold(0.0, f32::max), 63.0);
     let m: [u8; 8] = std::array::from_fn(|j| covering_level(needed_offset[j], dmin, 63));
     let offset: [f32; 8] = std::array::from_fn(|j| dmin * f32::from(m[j]));
@@ -178,22 +179,12 @@ impl QuantBlock for BlockQ4K {
 
     fn quantize(values: &[f32]) -> Self {
         let (d, dmin, scales, quants) = quantize_scaled_min(values, 15);
-        BlockQ4K {
-            d,
-            dmin,
-            scales,
-            qs: pack_k_nibbles(&quants),
-        }
+        BlockQ4K { d, dmin, scales, qs: pack_k_nibbles(&quants) }
     }
 
     fn random(rng: &mut SplitMix64) -> Self {
         let (d, dmin, scales) = random_scaled_min(rng, 15.0);
-        BlockQ4K {
-            d,
-            dmin,
-            scales,
-            qs: random_bytes(rng),
-        }
+        BlockQ4K { d, dmin, scales, qs: random_bytes(rng) }
     }
 }
 
@@ -214,25 +205,14 @@ impl QuantBlock for BlockQ5K {
 
     fn quantize(values: &[f32]) -> Self {
         let (d, dmin, scales, quants) = quantize_scaled_min(values, 31);
-        let qh = std::array::from_fn(|l| (0..8).fold(0u8, |acc, j| acc | (((quants[32 * j + l] >> 4) & 1) << j)));
-        BlockQ5K {
-            d,
-            dmin,
-            scales,
-            qh,
-            qs: pack_k_nibbles(&quants),
-        }
+        let qh =
+            std::array::from_fn(|l| (0..8).fold(0u8, |acc, j| acc | (((quants[32 * j + l] >> 4) & 1) << j)));
+        BlockQ5K { d, dmin, scales, qh, qs: pack_k_nibbles(&quants) }
     }
 
     fn random(rng: &mut SplitMix64) -> Self {
         let (d, dmin, scales) = random_scaled_min(rng, 31.0);
-        BlockQ5K {
-            d,
-            dmin,
-            scales,
-            qh: random_bytes(rng),
-            qs: random_bytes(rng),
-        }
+        BlockQ5K { d, dmin, scales, qh: random_bytes(rng), qs: random_bytes(rng) }
     }
 }
 
@@ -262,22 +242,15 @@ impl QuantBlock for BlockQ6K {
 
     fn quantize(values: &[f32]) -> Self {
         // Symmetric: ±31 steps cover each sub-block's largest magnitude.
-        let needed: Vec<f32> = values
-            .chunks_exact(16)
-            .map(|xs| xs.iter().fold(0.0f32, |a, v| a.max(v.abs())) / 31.0)
-            .collect();
+        let needed: Vec<f32> =
+            values.chunks_exact(16).map(|xs| xs.iter().fold(0.0f32, |a, v| a.max(v.abs())) / 31.0).collect();
         let (d_bits, d) = stored_f16_covering(needed.iter().copied().fold(0.0, f32::max), 127.0);
         let scales: [i8; 16] = std::array::from_fn(|j| covering_level(needed[j], d, 127) as i8);
         let quants: [u8; QK_K] = std::array::from_fn(|i| {
             let inv_step = inverse(d * f32::from(scales[i / 16]));
             ((values[i] * inv_step).round().clamp(-32.0, 31.0) as i32 + 32) as u8
         });
-        let mut block = BlockQ6K {
-            ql: [0; QK_K / 2],
-            qh: [0; QK_K / 4],
-            scales,
-            d: d_bits,
-        };
+        let mut block = BlockQ6K { ql: [0; QK_K / 2], qh: [0; QK_K / 4], scales, d: d_bits };
         for (i, &q) in quants.iter().enumerate() {
             let (half, within) = (i / 128, i % 128);
             let (group, l) = (within / 32, within % 32);
@@ -348,12 +321,7 @@ mod tests {
         let mut qs = [0u8; 128];
         qs[0] = 0x9_7; // value 0: 7 (sub-block 0), value 32: 9 (sub-block 1)
         qs[32 + 31] = 0xC_0; // value 64+31: 0 (sub-block 2), value 64+32+31 = 127: 12 (sub-block 3)
-        BlockQ4K {
-            d: f16_bits(0.5),
-            dmin: f16_bits(0.25),
-            scales: pack_scale_min(&sc, &m),
-            qs,
-        }
+        BlockQ4K { d: f16_bits(0.5), dmin: f16_bits(0.25), scales: pack_scale_min(&sc, &m), qs }
     }
 
     #[test]
@@ -372,13 +340,7 @@ mod tests {
         let mut qh = [0u8; 32];
         qh[0] = 1; // value 0 gets +16
         qh[31] = 1 << 3; // value 3·32+31 = 127 gets +16
-        let block = BlockQ5K {
-            d: q4.d,
-            dmin: q4.dmin,
-            scales: q4.scales,
-            qh,
-            qs: q4.qs,
-        };
+        let block = BlockQ5K { d: q4.d, dmin: q4.dmin, scales: q4.scales, qh, qs: q4.qs };
         let out = dequantized(&block);
         assert_eq!(out[0], 0.5 * 2.0 * 23.0 - 0.75);
         assert_eq!(out[1], -0.75);
@@ -387,12 +349,7 @@ mod tests {
 
     #[test]
     fn q6_k_values() {
-        let mut block = BlockQ6K {
-            ql: [0; 128],
-            qh: [0; 64],
-            scales: [0; 16],
-            d: f16_bits(0.5),
-        };
+        let mut block = BlockQ6K { ql: [0; 128], qh: [0; 64], scales: [0; 16], d: f16_bits(0.5) };
         block.scales[0] = 2;
         block.scales[4] = -3; // values 64..80
         block.scales[6] = 1; // values 96..112

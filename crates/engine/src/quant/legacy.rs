@@ -106,9 +106,8 @@ fn quantize_affine(values: &[f32], levels: u8) -> ([u8; 2], [u8; 2], [u8; QK]) {
 fn quantize_symmetric(values: &[f32], offset: i32) -> ([u8; 2], [u8; QK]) {
     let (d_bits, d) = stored_f16(signed_abs_max(values) / -(offset as f32));
     let id = inverse(d);
-    let quants = std::array::from_fn(|j| {
-        ((values[j] * id).round() as i32 + offset).clamp(0, 2 * offset - 1) as u8
-    });
+    let quants =
+        std::array::from_fn(|j| ((values[j] * id).round() as i32 + offset).clamp(0, 2 * offset - 1) as u8);
     (d_bits, quants)
 }
 
@@ -136,17 +135,11 @@ impl QuantBlock for BlockQ4_0 {
 
     fn quantize(values: &[f32]) -> Self {
         let (d, quants) = quantize_symmetric(values, 8);
-        BlockQ4_0 {
-            d,
-            qs: pack_nibbles(&quants),
-        }
+        BlockQ4_0 { d, qs: pack_nibbles(&quants) }
     }
 
     fn random(rng: &mut SplitMix64) -> Self {
-        BlockQ4_0 {
-            d: stored_f16(random_step(rng, 16.0)).0,
-            qs: random_bytes(rng),
-        }
+        BlockQ4_0 { d: stored_f16(random_step(rng, 16.0)).0, qs: random_bytes(rng) }
     }
 }
 
@@ -163,11 +156,7 @@ impl QuantBlock for BlockQ4_1 {
 
     fn quantize(values: &[f32]) -> Self {
         let (d, m, quants) = quantize_affine(values, 15);
-        BlockQ4_1 {
-            d,
-            m,
-            qs: pack_nibbles(&quants),
-        }
+        BlockQ4_1 { d, m, qs: pack_nibbles(&quants) }
     }
 
     fn random(rng: &mut SplitMix64) -> Self {
@@ -193,19 +182,11 @@ impl QuantBlock for BlockQ5_0 {
 
     fn quantize(values: &[f32]) -> Self {
         let (d, quants) = quantize_symmetric(values, 16);
-        BlockQ5_0 {
-            d,
-            qh: pack_high_bits(&quants),
-            qs: pack_nibbles(&quants),
-        }
+        BlockQ5_0 { d, qh: pack_high_bits(&quants), qs: pack_nibbles(&quants) }
     }
 
     fn random(rng: &mut SplitMix64) -> Self {
-        BlockQ5_0 {
-            d: stored_f16(random_step(rng, 32.0)).0,
-            qh: random_bytes(rng),
-            qs: random_bytes(rng),
-        }
+        BlockQ5_0 { d: stored_f16(random_step(rng, 32.0)).0, qh: random_bytes(rng), qs: random_bytes(rng) }
     }
 }
 
@@ -222,12 +203,7 @@ impl QuantBlock for BlockQ5_1 {
 
     fn quantize(values: &[f32]) -> Self {
         let (d, m, quants) = quantize_affine(values, 31);
-        BlockQ5_1 {
-            d,
-            m,
-            qh: pack_high_bits(&quants),
-            qs: pack_nibbles(&quants),
-        }
+        BlockQ5_1 { d, m, qh: pack_high_bits(&quants), qs: pack_nibbles(&quants) }
     }
 
     fn random(rng: &mut SplitMix64) -> Self {
@@ -263,10 +239,7 @@ impl QuantBlock for BlockQ8_0 {
     }
 
     fn random(rng: &mut SplitMix64) -> Self {
-        BlockQ8_0 {
-            d: stored_f16(random_step(rng, 256.0)).0,
-            qs: bytemuck::cast(random_bytes::<QK>(rng)),
-        }
+        BlockQ8_0 { d: stored_f16(random_step(rng, 256.0)).0, qs: bytemuck::cast(random_bytes::<QK>(rng)) }
     }
 }
 
@@ -309,7 +282,7 @@ mod tests {
     fn q5_0_high_bit_j_belongs_to_value_j() {
         let mut qs = [0u8; 16];
         qs[1] = 0x72; // value 1: low 2, value 17: low 7
-        // qh bit 1 (value 1) and bit 17 (value 17) and bit 31 (value 31) set.
+                      // qh bit 1 (value 1) and bit 17 (value 17) and bit 31 (value 31) set.
         let qh = ((1u32 << 1) | (1 << 17) | (1 << 31)).to_le_bytes();
         let out = dequantized(BlockQ5_0 { d: f16_bits(2.0), qh, qs });
         assert_eq!(out[1], ((2 | 16) - 16) as f32 * 2.0); // 4

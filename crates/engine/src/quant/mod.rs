@@ -12,9 +12,9 @@ mod rng;
 mod widen;
 
 #[cfg(test)]
-mod real_tensor_tests;
-#[cfg(test)]
 mod property_tests;
+#[cfg(test)]
+mod real_tensor_tests;
 
 use crate::gguf::GgmlType;
 
@@ -43,34 +43,17 @@ pub enum QuantError {
     #[error("{type_name} is not supported by the CPU reference")]
     Unsupported { type_name: &'static str },
     #[error("{count} values are not a whole number of {type_name} blocks of {block_len}")]
-    NotWholeBlocks {
-        type_name: &'static str,
-        count: usize,
-        block_len: usize,
-    },
+    NotWholeBlocks { type_name: &'static str, count: usize, block_len: usize },
     #[error("{count} {type_name} values take {expected} bytes, got {actual}")]
-    ByteLength {
-        type_name: &'static str,
-        count: usize,
-        expected: usize,
-        actual: usize,
-    },
+    ByteLength { type_name: &'static str, count: usize, expected: usize, actual: usize },
     #[error("value {index} ({value}) cannot be quantized to {type_name}")]
-    NotRepresentable {
-        type_name: &'static str,
-        index: usize,
-        value: f32,
-    },
+    NotRepresentable { type_name: &'static str, index: usize, value: f32 },
 }
 
 /// The bytes `count` values of `ty` take, checking that they form whole blocks.
 fn byte_len(ty: GgmlType, count: usize) -> Result<usize, QuantError> {
     if !count.is_multiple_of(ty.block_len()) {
-        return Err(QuantError::NotWholeBlocks {
-            type_name: ty.name(),
-            count,
-            block_len: ty.block_len(),
-        });
+        return Err(QuantError::NotWholeBlocks { type_name: ty.name(), count, block_len: ty.block_len() });
     }
     Ok(count / ty.block_len() * ty.block_bytes())
 }
@@ -129,11 +112,8 @@ pub fn dequantize(ty: GgmlType, bytes: &[u8]) -> Result<Vec<f32>, QuantError> {
 /// type's f16 scales).
 pub fn quantize_row(ty: GgmlType, values: &[f32]) -> Result<Vec<u8>, QuantError> {
     byte_len(ty, values.len())?;
-    let not_representable = |index: usize| QuantError::NotRepresentable {
-        type_name: ty.name(),
-        index,
-        value: values[index],
-    };
+    let not_representable =
+        |index: usize| QuantError::NotRepresentable { type_name: ty.name(), index, value: values[index] };
     if let Some(index) = values.iter().position(|v| !v.is_finite()) {
         return Err(not_representable(index));
     }
@@ -165,9 +145,7 @@ pub fn quantize_row(ty: GgmlType, values: &[f32]) -> Result<Vec<u8>, QuantError>
 /// seed. Panics if `ty` is unsupported or `row_len` is not a whole number of blocks, which
 /// are caller bugs.
 pub fn random_quantized(ty: GgmlType, row_len: usize, rows: usize, seed: u64) -> Vec<u8> {
-    let count = row_len
-        .checked_mul(rows)
-        .expect("random_quantized: row_len * rows overflows");
+    let count = row_len.checked_mul(rows).expect("random_quantized: row_len * rows overflows");
     if let Err(e) = byte_len(ty, row_len) {
         panic!("random_quantized: {e}");
     }

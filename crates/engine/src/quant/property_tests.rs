@@ -5,14 +5,11 @@ use super::rng::SplitMix64;
 use super::*;
 use crate::quant::block::f16_value;
 
-
 /// Weight-like values: roughly normal (sum of four uniforms), with a few blocks scaled far up
 /// or down and some constant and all-positive blocks, so scale extremes are exercised.
 fn test_values(count: usize, seed: u64) -> Vec<f32> {
     let mut rng = SplitMix64::new(seed);
-    let mut values: Vec<f32> = (0..count)
-        .map(|_| (0..4).map(|_| rng.uniform(-0.05, 0.05)).sum())
-        .collect();
+    let mut values: Vec<f32> = (0..count).map(|_| (0..4).map(|_| rng.uniform(-0.05, 0.05)).sum()).collect();
     for (b, block) in values.chunks_mut(256).enumerate() {
         match b % 5 {
             1 => block.iter_mut().for_each(|v| *v *= 40.0),
@@ -38,7 +35,13 @@ fn max_abs(values: &[f32]) -> f32 {
 }
 
 /// Checks |x - y| <= bound(block index) for every value of every block of `block_len`.
-fn assert_block_errors(ty: GgmlType, x: &[f32], y: &[f32], block_len: usize, bound: impl Fn(usize, &[f32]) -> f32) {
+fn assert_block_errors(
+    ty: GgmlType,
+    x: &[f32],
+    y: &[f32],
+    block_len: usize,
+    bound: impl Fn(usize, &[f32]) -> f32,
+) {
     for (b, (xs, ys)) in x.chunks(block_len).zip(y.chunks(block_len)).enumerate() {
         let limit = bound(b, xs);
         for (i, (a, c)) in xs.iter().zip(ys).enumerate() {
@@ -93,7 +96,11 @@ fn q4_0_and_q5_0_error_is_at_most_one_step() {
         assert_block_errors(ty, &x, &y, 32, |_, xs| {
             max_abs(xs) / levels * (1.0 + levels / 2048.0) + levels * F16_SUBNORMAL_HALF_STEP
         });
-        assert!(relative_rmse(&x, &y) < if levels == 8.0 { 0.10 } else { 0.05 }, "{ty}: {}", relative_rmse(&x, &y));
+        assert!(
+            relative_rmse(&x, &y) < if levels == 8.0 { 0.10 } else { 0.05 },
+            "{ty}: {}",
+            relative_rmse(&x, &y)
+        );
     }
 }
 
@@ -171,10 +178,7 @@ fn bad_lengths_and_values_are_errors() {
         quantize_row(GgmlType::Q8_0, &[f32::NAN; 32]),
         Err(QuantError::NotRepresentable { index: 0, .. })
     ));
-    assert!(matches!(
-        quantize_row(GgmlType::Q8_0, &[1e30; 32]),
-        Err(QuantError::NotRepresentable { .. })
-    ));
+    assert!(matches!(quantize_row(GgmlType::Q8_0, &[1e30; 32]), Err(QuantError::NotRepresentable { .. })));
     let mut out = [0.0; 64];
     assert_eq!(
         dequantize_row(GgmlType::Q8_0, &[0; 34], &mut out),

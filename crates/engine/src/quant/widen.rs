@@ -24,8 +24,14 @@ pub fn widen_to_q8_0(ty: GgmlType, bytes: &[u8]) -> Result<Vec<u8>, QuantError> 
     let widen = |d: [u8; 2], quant: &dyn Fn(usize) -> i8| BlockQ8_0 { d, qs: std::array::from_fn(quant) };
     // Blocks have alignment 1, so a byte slice of whole blocks casts.
     let blocks: Vec<BlockQ8_0> = match ty {
-        GgmlType::Q4_0 => bytemuck::cast_slice::<u8, BlockQ4_0>(bytes).iter().map(|b| widen(b.d, &|j| nibble(&b.qs, j) as i8 - 8)).collect(),
-        GgmlType::Q5_0 => bytemuck::cast_slice::<u8, BlockQ5_0>(bytes).iter().map(|b| widen(b.d, &|j| five_bit(&b.qs, b.qh, j) as i8 - 16)).collect(),
+        GgmlType::Q4_0 => bytemuck::cast_slice::<u8, BlockQ4_0>(bytes)
+            .iter()
+            .map(|b| widen(b.d, &|j| nibble(&b.qs, j) as i8 - 8))
+            .collect(),
+        GgmlType::Q5_0 => bytemuck::cast_slice::<u8, BlockQ5_0>(bytes)
+            .iter()
+            .map(|b| widen(b.d, &|j| five_bit(&b.qs, b.qh, j) as i8 - 16))
+            .collect(),
         _ => return Ok(bytes.to_vec()),
     };
     Ok(bytemuck::cast_slice(&blocks).to_vec())
@@ -42,7 +48,12 @@ mod tests {
             let bytes = random_quantized(ty, 256, 3, 7);
             let widened = widen_to_q8_0(ty, &bytes).unwrap();
             assert_eq!(widened.len(), 3 * 8 * 34, "{}", ty.name());
-            assert_eq!(dequantize(GgmlType::Q8_0, &widened).unwrap(), dequantize(ty, &bytes).unwrap(), "{}", ty.name());
+            assert_eq!(
+                dequantize(GgmlType::Q8_0, &widened).unwrap(),
+                dequantize(ty, &bytes).unwrap(),
+                "{}",
+                ty.name()
+            );
         }
     }
 

@@ -57,6 +57,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("abc");
         std::fs::write(&path, b"abc").unwrap();
-        assert_eq!(hash_file(&path).unwrap(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            hash_file(&path).unwrap(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 }

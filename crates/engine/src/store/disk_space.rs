@@ -6,7 +6,9 @@ use super::StoreError;
 /// free for us. Where the free space cannot be queried, the write itself will report it.
 pub(crate) fn ensure_free_space(dir: &Path, needed: u64) -> Result<(), StoreError> {
     match fs4::available_space(dir) {
-        Ok(available) if available < needed => Err(StoreError::NotEnoughSpace { needed, available, path: dir.to_path_buf() }),
+        Ok(available) if available < needed => {
+            Err(StoreError::NotEnoughSpace { needed, available, path: dir.to_path_buf() })
+        }
         Ok(_) => Ok(()),
         Err(error) => {
             tracing::debug!(dir = %dir.display(), %error, "free disk space unknown");

@@ -46,7 +46,10 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn io(operation: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> StoreError {
+    pub(crate) fn io(
+        operation: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(io::Error) -> StoreError {
         let path = path.into();
         move |source| StoreError::Io { operation, path, source }
     }
@@ -54,7 +57,8 @@ impl StoreError {
 
 fn installed_hint(installed: &[String]) -> String {
     if installed.is_empty() {
-        "no models are installed: run `doppler models fetch-defaults` or `doppler models import FILE`".to_string()
+        "no models are installed: run `doppler models fetch-defaults` or `doppler models import FILE`"
+            .to_string()
     } else {
         format!("installed: {}", installed.join(", "))
     }

@@ -53,7 +53,10 @@ impl ModelManifest {
         let manifest: ModelManifest = serde_json::from_str(&text).map_err(|error| bad(error.to_string()))?;
         check_model_name(&manifest.name).map_err(|error| bad(error.to_string()))?;
         if model_dir.file_name().is_none_or(|dir_name| dir_name != manifest.name.as_str()) {
-            return Err(bad(format!("names model '{}' but lies in another model's directory", manifest.name)));
+            return Err(bad(format!(
+                "names model '{}' but lies in another model's directory",
+                manifest.name
+            )));
         }
         if !is_plain_file_name(&manifest.file_name) {
             return Err(bad(format!("file name {:?} is not a plain file name", manifest.file_name)));

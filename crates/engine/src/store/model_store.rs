@@ -77,7 +77,9 @@ impl ModelStore {
             }
             match self.get(&name) {
                 Ok(Some(model)) if model.path.is_file() => models.push(model),
-                Ok(Some(model)) => tracing::warn!(model = %name, file = %model.path.display(), "skipping an installed model whose file is missing"),
+                Ok(Some(model)) => {
+                    tracing::warn!(model = %name, file = %model.path.display(), "skipping an installed model whose file is missing")
+                }
                 Ok(None) => {}
                 Err(error) => tracing::warn!(model = %name, %error, "skipping an unreadable installed model"),
             }
@@ -112,7 +114,12 @@ impl ModelStore {
 
     /// Copies the model file `src` into the store as `name`, checking it against
     /// `expected_sha256` when given and that it is a GGUF file.
-    pub fn install_file(&self, name: &str, src: &Path, expected_sha256: Option<&str>) -> Result<InstalledModel, StoreError> {
+    pub fn install_file(
+        &self,
+        name: &str,
+        src: &Path,
+        expected_sha256: Option<&str>,
+    ) -> Result<InstalledModel, StoreError> {
         check_model_name(name)?;
         let expected_sha256 = expected_sha256.map(parse_sha256).transpose()?;
         let metadata = fs::metadata(src).map_err(StoreError::io("reading", src))?;
@@ -134,8 +141,10 @@ impl ModelStore {
         let mut reader = File::open(src).map_err(StoreError::io("reading", src))?;
         writer.copy_from(&mut reader, &mut |_| {}).map_err(StoreError::io("copying", src))?;
         let what = src.display().to_string();
-        let expected = Expected { what: &what, sha256: expected_sha256.as_deref(), size: Some(metadata.len()) };
-        let source = format!("file:{}", std::path::absolute(src).unwrap_or_else(|_| src.to_path_buf()).display());
+        let expected =
+            Expected { what: &what, sha256: expected_sha256.as_deref(), size: Some(metadata.len()) };
+        let source =
+            format!("file:{}", std::path::absolute(src).unwrap_or_else(|_| src.to_path_buf()).display());
         staging.commit(writer, &expected, source)
     }
 
@@ -145,7 +154,10 @@ impl ModelStore {
         let lock = self.lock(name)?;
         let model_dir = self.model_dir(name);
         if !model_dir.exists() {
-            return Err(StoreError::NotInstalled { name: name.to_string(), installed: self.installed_names()? });
+            return Err(StoreError::NotInstalled {
+                name: name.to_string(),
+                installed: self.installed_names()?,
+            });
         }
         Staging::begin(self, name, &lock)?.take_out(&model_dir)
     }
@@ -159,7 +171,11 @@ impl ModelStore {
         }
         let sha256 = hash_file(&model.path).map_err(StoreError::io("reading", &model.path))?;
         if sha256 != model.manifest.sha256 {
-            return Err(StoreError::ChecksumMismatch { what, expected: model.manifest.sha256.clone(), actual: sha256 });
+            return Err(StoreError::ChecksumMismatch {
+                what,
+                expected: model.manifest.sha256.clone(),
+                actual: sha256,
+            });
         }
         Ok(())
     }
@@ -167,7 +183,8 @@ impl ModelStore {
     /// `name`'s install lock, failing at once when another process holds it.
     pub(crate) fn lock(&self, name: &str) -> Result<InstallLock, StoreError> {
         let lock_path = self.lock_path(name);
-        InstallLock::try_acquire(&lock_path)?.ok_or_else(|| StoreError::InstallInProgress { name: name.to_string(), lock: lock_path })
+        InstallLock::try_acquire(&lock_path)?
+            .ok_or_else(|| StoreError::InstallInProgress { name: name.to_string(), lock: lock_path })
     }
 
     pub(crate) fn lock_path(&self, name: &str) -> PathBuf {

@@ -26,7 +26,8 @@ pub(crate) fn check_model_name(name: &str) -> Result<(), StoreError> {
 /// Whether `file_name` is one plain path component (no separators, not `.` or `..`).
 pub(crate) fn is_plain_file_name(file_name: &str) -> bool {
     let mut components = Path::new(file_name).components();
-    let single_normal = matches!(components.next(), Some(Component::Normal(part)) if part == file_name) && components.next().is_none();
+    let single_normal = matches!(components.next(), Some(Component::Normal(part)) if part == file_name)
+        && components.next().is_none();
     single_normal && file_name.len() <= MAX_FILE_NAME_LEN && !file_name.contains(['/', '\\', '\0'])
 }
 

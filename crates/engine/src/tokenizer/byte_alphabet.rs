@@ -26,9 +26,7 @@ pub(super) fn byte_for_char(c: char) -> Option<u8> {
     match u8::try_from(code) {
         Ok(byte) if is_printable_byte(byte) => Some(byte),
         Ok(_) => None,
-        Err(_) => code
-            .checked_sub(256)
-            .and_then(|index| UNPRINTABLE_BYTES.get(index as usize).copied()),
+        Err(_) => code.checked_sub(256).and_then(|index| UNPRINTABLE_BYTES.get(index as usize).copied()),
     }
 }
 
@@ -37,10 +35,7 @@ pub(super) fn char_for_byte(byte: u8) -> char {
     if is_printable_byte(byte) {
         return char::from(byte);
     }
-    let index = UNPRINTABLE_BYTES
-        .iter()
-        .position(|&b| b == byte)
-        .expect("every byte is printable or listed");
+    let index = UNPRINTABLE_BYTES.iter().position(|&b| b == byte).expect("every byte is printable or listed");
     char::from_u32(256 + index as u32).expect("U+0100..U+0144 are characters")
 }
 

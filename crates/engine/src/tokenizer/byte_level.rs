@@ -12,10 +12,7 @@ use super::pre_tokenizer::PreTokenizerRules;
 use super::{TokenizerError, TokenizerModel, TokenizerSpec};
 
 fn build_error(source: tokenizers::Error) -> TokenizerError {
-    TokenizerError::Build {
-        model: TokenizerModel::ByteLevelBpe.name(),
-        source,
-    }
+    TokenizerError::Build { model: TokenizerModel::ByteLevelBpe.name(), source }
 }
 
 pub(super) fn model(
@@ -36,13 +33,9 @@ pub(super) fn pre_tokenizer(
     vocab: &Vocab,
 ) -> Result<PreTokenizerWrapper, TokenizerError> {
     let isolate = |regex: String| -> Result<PreTokenizerWrapper, TokenizerError> {
-        Split::new(
-            SplitPattern::Regex(regex),
-            SplitDelimiterBehavior::Isolated,
-            false,
-        )
-        .map(Into::into)
-        .map_err(build_error)
+        Split::new(SplitPattern::Regex(regex), SplitDelimiterBehavior::Isolated, false)
+            .map(Into::into)
+            .map_err(build_error)
     };
     let mut steps = Vec::with_capacity(rules.regexes.len() + 2);
     for regex in rules.regexes {

@@ -62,10 +62,7 @@ pub struct ChatMessage {
 
 impl ChatMessage {
     pub fn new(role: Role, content: impl Into<String>) -> ChatMessage {
-        ChatMessage {
-            role,
-            content: content.into(),
-        }
+        ChatMessage { role, content: content.into() }
     }
 
     pub fn system(content: impl Into<String>) -> ChatMessage {
@@ -89,10 +86,7 @@ mod tests {
     fn roles_serialize_as_template_names() {
         let message = ChatMessage::new(Role::Other("tool".into()), "42");
         let json = serde_json::to_string(&[ChatMessage::user("hi"), message.clone()]).unwrap();
-        assert_eq!(
-            json,
-            r#"[{"role":"user","content":"hi"},{"role":"tool","content":"42"}]"#
-        );
+        assert_eq!(json, r#"[{"role":"user","content":"hi"},{"role":"tool","content":"42"}]"#);
         let back: Vec<ChatMessage> = serde_json::from_str(&json).unwrap();
         assert_eq!(back, [ChatMessage::user("hi"), message]);
         assert_eq!(Role::from("assistant"), Role::Assistant);

@@ -46,10 +46,7 @@ pub struct ChatTemplate {
 impl ChatTemplate {
     /// The GGUF file's own template when it has one, else the built-in format its architecture
     /// or vocabulary points to.
-    pub fn for_model(
-        gguf: &GgufFile,
-        tokenizer: &Tokenizer,
-    ) -> Result<ChatTemplate, TemplateError> {
+    pub fn for_model(gguf: &GgufFile, tokenizer: &Tokenizer) -> Result<ChatTemplate, TemplateError> {
         let template = gguf.metadata().get_str("tokenizer.chat_template")?;
         Ok(Self::select(gguf.architecture()?, template, tokenizer))
     }
@@ -57,11 +54,7 @@ impl ChatTemplate {
     /// `model_template` when given and it compiles, else a built-in format detected from
     /// `architecture` and the vocabulary, else a template that refuses to render. Never fails,
     /// so that a model whose chat format is unusable still loads for raw prompts.
-    pub fn select(
-        architecture: &str,
-        model_template: Option<&str>,
-        tokenizer: &Tokenizer,
-    ) -> ChatTemplate {
+    pub fn select(architecture: &str, model_template: Option<&str>, tokenizer: &Tokenizer) -> ChatTemplate {
         let mut missing_reason = "the model has no chat template".to_string();
         if let Some(source) = model_template {
             match Self::compile(TemplateOrigin::Model, source, tokenizer) {
@@ -75,21 +68,16 @@ impl ChatTemplate {
         if let Some(builtin) = BuiltinTemplate::detect(architecture, tokenizer) {
             return Self::builtin(builtin, tokenizer);
         }
-        let mut template = Self::compile(TemplateOrigin::Missing, "", tokenizer)
-            .expect("an empty template compiles");
-        template.missing_reason = format!(
-            "{missing_reason} and no built-in format matches architecture '{architecture}'"
-        );
+        let mut template =
+            Self::compile(TemplateOrigin::Missing, "", tokenizer).expect("an empty template compiles");
+        template.missing_reason =
+            format!("{missing_reason} and no built-in format matches architecture '{architecture}'");
         template
     }
 
     pub fn builtin(builtin: BuiltinTemplate, tokenizer: &Tokenizer) -> ChatTemplate {
-        Self::compile(
-            TemplateOrigin::Builtin(builtin),
-            builtin.source(),
-            tokenizer,
-        )
-        .expect("built-in templates compile")
+        Self::compile(TemplateOrigin::Builtin(builtin), builtin.source(), tokenizer)
+            .expect("built-in templates compile")
     }
 
     pub fn from_source(source: &str, tokenizer: &Tokenizer) -> Result<ChatTemplate, TemplateError> {
@@ -106,15 +94,11 @@ impl ChatTemplate {
         environment.set_trim_blocks(true);
         environment.set_lstrip_blocks(true);
         minijinja_contrib::add_to_environment(&mut environment);
-        environment
-            .set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        environment.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         environment.add_function("raise_exception", raise_exception);
-        environment
-            .add_template_owned(TEMPLATE_NAME, source.to_string())
-            .map_err(TemplateError::Syntax)?;
+        environment.add_template_owned(TEMPLATE_NAME, source.to_string()).map_err(TemplateError::Syntax)?;
         let token_text = |id: Option<u32>| {
-            id.map(|id| String::from_utf8_lossy(tokenizer.token_bytes(id)).into_owned())
-                .unwrap_or_default()
+            id.map(|id| String::from_utf8_lossy(tokenizer.token_bytes(id)).into_owned()).unwrap_or_default()
         };
         Ok(ChatTemplate {
             environment,
@@ -137,14 +121,9 @@ impl ChatTemplate {
         add_generation_prompt: bool,
     ) -> Result<String, TemplateError> {
         if self.origin == TemplateOrigin::Missing {
-            return Err(TemplateError::NoTemplate {
-                reason: self.missing_reason.clone(),
-            });
+            return Err(TemplateError::NoTemplate { reason: self.missing_reason.clone() });
         }
-        let template = self
-            .environment
-            .get_template(TEMPLATE_NAME)
-            .map_err(TemplateError::Render)?;
+        let template = self.environment.get_template(TEMPLATE_NAME).map_err(TemplateError::Render)?;
         template
             .render(context! {
                 messages => messages,
@@ -169,7 +148,6 @@ pub fn encode_chat(
     messages: &[ChatMessage],
 ) -> Result<Vec<u32>, TemplateError> {
     let text = template.render(messages, true)?;
-    let template_wrote_bos =
-        !template.bos_token.is_empty() && text.starts_with(&template.bos_token);
+    let template_wrote_bos = !template.bos_token.is_empty() && text.starts_with(&template.bos_token);
     Ok(tokenizer.encode(&text, tokenizer.add_bos() && !template_wrote_bos)?)
 }

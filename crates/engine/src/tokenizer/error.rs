@@ -14,17 +14,9 @@ pub enum TokenizerError {
     #[error("the vocabulary is empty")]
     EmptyVocabulary,
     #[error("'{key}' has {found} entries but the vocabulary has {expected} tokens")]
-    LengthMismatch {
-        key: &'static str,
-        expected: usize,
-        found: usize,
-    },
+    LengthMismatch { key: &'static str, expected: usize, found: usize },
     #[error("'{key}' is token {id}, outside the vocabulary of {vocab_size} tokens")]
-    TokenIdOutOfRange {
-        key: &'static str,
-        id: u32,
-        vocab_size: usize,
-    },
+    TokenIdOutOfRange { key: &'static str, id: u32, vocab_size: usize },
     #[error("the model asks for a BOS token but names none")]
     MissingBos,
     #[error("building the {model} tokenizer: {source}")]

@@ -79,9 +79,8 @@ mod tests {
 
     #[test]
     fn pieces_follow_token_types() {
-        let texts: Vec<String> = ["▁hi", "<0x0A>", "<bos>", "  ", "<unused0>", "<0xZZ>"]
-            .map(String::from)
-            .into();
+        let texts: Vec<String> =
+            ["▁hi", "<0x0A>", "<bos>", "  ", "<unused0>", "<0xZZ>"].map(String::from).into();
         let types = [
             TokenType::Normal,
             TokenType::Byte,
@@ -100,11 +99,8 @@ mod tests {
         assert_eq!(pieces.get(6), b"");
 
         let texts: Vec<String> = ["ĠcafÃ©", "<|im_end|>"].map(String::from).into();
-        let pieces = TokenPieces::new(
-            TokenizerModel::ByteLevelBpe,
-            &texts,
-            &[TokenType::Normal, TokenType::Control],
-        );
+        let pieces =
+            TokenPieces::new(TokenizerModel::ByteLevelBpe, &texts, &[TokenType::Normal, TokenType::Control]);
         assert_eq!(pieces.get(0), " café".as_bytes());
         assert_eq!(pieces.get(1), b"<|im_end|>");
     }

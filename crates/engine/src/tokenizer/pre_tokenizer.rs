@@ -19,31 +19,15 @@ const LLAMA3_WORDS: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|
 const QWEN2_WORDS: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 const DEFAULT: PreTokenizerRules = PreTokenizerRules {
-    regexes: &[
-        r"[\p{P}\$\+<=>\^~\|]+",
-        GPT2_WORDS,
-        r"\p{N}+",
-        r"[0-9][0-9][0-9]",
-    ],
+    regexes: &[r"[\p{P}\$\+<=>\^~\|]+", GPT2_WORDS, r"\p{N}+", r"[0-9][0-9][0-9]"],
     ignore_merges: false,
 };
-const GPT2: PreTokenizerRules = PreTokenizerRules {
-    regexes: &[GPT2_WORDS],
-    ignore_merges: false,
-};
+const GPT2: PreTokenizerRules = PreTokenizerRules { regexes: &[GPT2_WORDS], ignore_merges: false };
 /// Single digits, then GPT-2 words (SmolLM, StarCoder).
-const SINGLE_DIGITS: PreTokenizerRules = PreTokenizerRules {
-    regexes: &[r"\p{N}", GPT2_WORDS],
-    ignore_merges: false,
-};
-const LLAMA3: PreTokenizerRules = PreTokenizerRules {
-    regexes: &[LLAMA3_WORDS],
-    ignore_merges: true,
-};
-const QWEN2: PreTokenizerRules = PreTokenizerRules {
-    regexes: &[QWEN2_WORDS],
-    ignore_merges: false,
-};
+const SINGLE_DIGITS: PreTokenizerRules =
+    PreTokenizerRules { regexes: &[r"\p{N}", GPT2_WORDS], ignore_merges: false };
+const LLAMA3: PreTokenizerRules = PreTokenizerRules { regexes: &[LLAMA3_WORDS], ignore_merges: true };
+const QWEN2: PreTokenizerRules = PreTokenizerRules { regexes: &[QWEN2_WORDS], ignore_merges: false };
 
 /// The names accepted, for error messages and documentation.
 pub(super) const SUPPORTED_NAMES: &str =

@@ -14,35 +14,23 @@ use super::{TokenizerError, TokenizerModel, TokenizerSpec};
 const WORD_BOUNDARY: &str = "▁";
 
 /// The BPE model: character-level start, score-ranked merges, `<0xXX>` byte fallback.
-pub(super) fn model(
-    spec: &TokenizerSpec,
-    texts: &[String],
-    vocab: Vocab,
-) -> Result<BPE, TokenizerError> {
+pub(super) fn model(spec: &TokenizerSpec, texts: &[String], vocab: Vocab) -> Result<BPE, TokenizerError> {
     let merges = merges_by_score(spec, texts, &vocab);
-    let mut builder = BPE::builder()
-        .vocab_and_merges(vocab, merges)
-        .byte_fallback(true)
-        .fuse_unk(true);
+    let mut builder = BPE::builder().vocab_and_merges(vocab, merges).byte_fallback(true).fuse_unk(true);
     if let Some(unk) = spec.unk_id {
         builder = builder.unk_token(texts[unk as usize].clone());
     }
-    builder.build().map_err(|source| TokenizerError::Build {
-        model: TokenizerModel::SentencePiece.name(),
-        source,
-    })
+    builder
+        .build()
+        .map_err(|source| TokenizerError::Build { model: TokenizerModel::SentencePiece.name(), source })
 }
 
 /// Spaces become '▁'; with `add_space_prefix`, every stretch of text (the input's start, or what
 /// follows a special token) also gets a leading '▁', as llama.cpp prefixes a space there.
 pub(super) fn normalizer(spec: &TokenizerSpec) -> Result<NormalizerWrapper, TokenizerError> {
-    let build_error = |source| TokenizerError::Build {
-        model: TokenizerModel::SentencePiece.name(),
-        source,
-    };
-    let mut steps: Vec<NormalizerWrapper> = vec![Replace::new(" ", WORD_BOUNDARY)
-        .map_err(build_error)?
-        .into()];
+    let build_error = |source| TokenizerError::Build { model: TokenizerModel::SentencePiece.name(), source };
+    let mut steps: Vec<NormalizerWrapper> =
+        vec![Replace::new(" ", WORD_BOUNDARY).map_err(build_error)?.into()];
     if spec.add_space_prefix {
         steps.push(Prepend::new(WORD_BOUNDARY.to_string()).into());
     }
@@ -72,12 +60,7 @@ fn merges_by_score(spec: &TokenizerSpec, texts: &[String], vocab: &Vocab) -> Vec
         for (split, _) in text.char_indices().skip(1) {
             let (left, right) = text.split_at(split);
             if let (Some(&left), Some(&right)) = (vocab.get(left), vocab.get(right)) {
-                candidates.push(Candidate {
-                    score,
-                    merged: merged as u32,
-                    left,
-                    right,
-                });
+                candidates.push(Candidate { score, merged: merged as u32, left, right });
             }
         }
     }
@@ -90,11 +73,6 @@ fn merges_by_score(spec: &TokenizerSpec, texts: &[String], vocab: &Vocab) -> Vec
     });
     candidates
         .into_iter()
-        .map(|c| {
-            (
-                texts[c.left as usize].clone(),
-                texts[c.right as usize].clone(),
-            )
-        })
+        .map(|c| (texts[c.left as usize].clone(), texts[c.right as usize].clone()))
         .collect()
 }

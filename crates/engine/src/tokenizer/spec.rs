@@ -59,10 +59,7 @@ impl TokenType {
 
     /// Whether the token is cut out of raw text before BPE runs (llama.cpp's special-token cache).
     pub(super) fn matches_whole(self) -> bool {
-        matches!(
-            self,
-            TokenType::Control | TokenType::UserDefined | TokenType::Unknown
-        )
+        matches!(self, TokenType::Control | TokenType::UserDefined | TokenType::Unknown)
     }
 }
 
@@ -104,9 +101,7 @@ impl TokenizerSpec {
     }
 
     pub fn from_metadata(metadata: &Metadata) -> Result<TokenizerSpec, TokenizerError> {
-        let model_name = metadata
-            .get_str(MODEL_KEY)?
-            .ok_or(TokenizerError::MissingKey { key: MODEL_KEY })?;
+        let model_name = metadata.get_str(MODEL_KEY)?.ok_or(TokenizerError::MissingKey { key: MODEL_KEY })?;
         let model = TokenizerModel::from_gguf_name(model_name)?;
         let pre = metadata.get_str("tokenizer.ggml.pre")?.map(str::to_string);
         let tokens: Vec<String> = metadata
@@ -115,9 +110,7 @@ impl TokenizerSpec {
             .into_iter()
             .map(str::to_string)
             .collect();
-        let scores = metadata
-            .get_f32_array("tokenizer.ggml.scores")?
-            .unwrap_or_default();
+        let scores = metadata.get_f32_array("tokenizer.ggml.scores")?.unwrap_or_default();
         let token_types = metadata
             .get_i32_array("tokenizer.ggml.token_type")?
             .unwrap_or_default()
@@ -148,15 +141,11 @@ impl TokenizerSpec {
             eot_id: metadata.get_u32("tokenizer.ggml.eot_token_id")?,
             unk_id: metadata.get_u32("tokenizer.ggml.unknown_token_id")?,
             pad_id: metadata.get_u32("tokenizer.ggml.padding_token_id")?,
-            add_bos: metadata
-                .get_bool("tokenizer.ggml.add_bos_token")?
-                .unwrap_or(default_add_bos),
+            add_bos: metadata.get_bool("tokenizer.ggml.add_bos_token")?.unwrap_or(default_add_bos),
             add_space_prefix: metadata
                 .get_bool("tokenizer.ggml.add_space_prefix")?
                 .unwrap_or(model == TokenizerModel::SentencePiece),
-            chat_template: metadata
-                .get_str("tokenizer.chat_template")?
-                .map(str::to_string),
+            chat_template: metadata.get_str("tokenizer.chat_template")?.map(str::to_string),
         };
         spec.validate()?;
         Ok(spec)
@@ -173,11 +162,7 @@ impl TokenizerSpec {
             ("tokenizer.ggml.token_type", self.token_types.len()),
         ] {
             if len != 0 && len != vocab_size {
-                return Err(TokenizerError::LengthMismatch {
-                    key,
-                    expected: vocab_size,
-                    found: len,
-                });
+                return Err(TokenizerError::LengthMismatch { key, expected: vocab_size, found: len });
             }
         }
         for (key, id) in [
@@ -188,11 +173,7 @@ impl TokenizerSpec {
             ("tokenizer.ggml.padding_token_id", self.pad_id),
         ] {
             if let Some(id) = id.filter(|&id| id as usize >= vocab_size) {
-                return Err(TokenizerError::TokenIdOutOfRange {
-                    key,
-                    id,
-                    vocab_size,
-                });
+                return Err(TokenizerError::TokenIdOutOfRange { key, id, vocab_size });
             }
         }
         if self.add_bos && self.bos_id.is_none() {
@@ -202,10 +183,7 @@ impl TokenizerSpec {
     }
 
     pub(super) fn token_type(&self, id: usize) -> TokenType {
-        self.token_types
-            .get(id)
-            .copied()
-            .unwrap_or(TokenType::Normal)
+        self.token_types.get(id).copied().unwrap_or(TokenType::Normal)
     }
 
     pub(super) fn score(&self, id: usize) -> f32 {

@@ -6,15 +6,8 @@ use super::{TokenType, TokenizerSpec};
 
 /// Tokens that end a turn in the chat formats llama.cpp knows. GGUF files rarely name them in
 /// metadata, so, like llama.cpp, they are found by their text.
-const END_OF_TURN_TEXTS: [&str; 7] = [
-    "<|eot_id|>",
-    "<|im_end|>",
-    "<|end|>",
-    "<end_of_turn>",
-    "<|endoftext|>",
-    "<|eom_id|>",
-    "<EOT>",
-];
+const END_OF_TURN_TEXTS: [&str; 7] =
+    ["<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>"];
 
 /// The token types the tokenizer works with: those of the spec, except that end-of-turn tokens
 /// mistyped as normal are treated as control tokens (as llama.cpp does), so they match whole.
@@ -52,12 +45,7 @@ pub(super) fn end_of_generation_ids(spec: &TokenizerSpec) -> Vec<u32> {
         .enumerate()
         .filter(|(_, text)| END_OF_TURN_TEXTS.contains(&text.as_str()))
         .map(|(id, _)| id as u32);
-    let mut ids: Vec<u32> = spec
-        .eos_id
-        .into_iter()
-        .chain(spec.eot_id)
-        .chain(by_text)
-        .collect();
+    let mut ids: Vec<u32> = spec.eos_id.into_iter().chain(spec.eot_id).chain(by_text).collect();
     ids.sort_unstable();
     ids.dedup();
     ids

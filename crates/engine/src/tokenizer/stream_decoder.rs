@@ -18,10 +18,7 @@ pub struct StreamDecoder {
 
 impl StreamDecoder {
     pub fn new(tokenizer: &Tokenizer) -> StreamDecoder {
-        StreamDecoder {
-            pieces: tokenizer.pieces(),
-            pending: Vec::new(),
-        }
+        StreamDecoder { pieces: tokenizer.pieces(), pending: Vec::new() }
     }
 
     /// The text that `id` completes. Bytes that can never become valid UTF-8 come out as U+FFFD

@@ -14,23 +14,15 @@ pub(super) const SP_FIRST_BYTE: u32 = 8;
 
 /// Normal tokens, highest score first, so each merge below happens before the ones after it.
 const SP_PIECES: [&str; 18] = [
-    "▁", "h", "e", "l", "o", "w", "r", "d", "he", "ll", "hell", "hello", "▁w", "or", "▁wor", "ld",
-    "▁world", "x",
+    "▁", "h", "e", "l", "o", "w", "r", "d", "he", "ll", "hell", "hello", "▁w", "or", "▁wor", "ld", "▁world",
+    "x",
 ];
 
 /// A Gemma-like SentencePiece vocabulary: control tokens, user-defined whitespace, 256 byte
 /// tokens, then normal pieces with descending scores; no space prefix, BOS added.
 pub(super) fn sentencepiece_spec() -> TokenizerSpec {
-    let mut tokens: Vec<String> = [
-        "<pad>",
-        "<eos>",
-        "<bos>",
-        "<unk>",
-        "<start_of_turn>",
-        "<end_of_turn>",
-    ]
-    .map(String::from)
-    .into();
+    let mut tokens: Vec<String> =
+        ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"].map(String::from).into();
     let mut token_types = vec![TokenType::Control; tokens.len()];
     for whitespace in ["\n", "  "] {
         tokens.push(whitespace.to_string());
@@ -66,10 +58,7 @@ pub(super) fn sentencepiece_spec() -> TokenizerSpec {
 
 /// The id of a normal piece of [`sentencepiece_spec`].
 pub(super) fn sp_piece(piece: &str) -> u32 {
-    let rank = SP_PIECES
-        .iter()
-        .position(|&p| p == piece)
-        .expect("piece in SP_PIECES");
+    let rank = SP_PIECES.iter().position(|&p| p == piece).expect("piece in SP_PIECES");
     SP_FIRST_BYTE + 256 + rank as u32
 }
 
@@ -79,9 +68,7 @@ pub(super) const BL_IM_END: u32 = 2;
 /// The character of byte `b` is token `BL_FIRST_BYTE + b`.
 pub(super) const BL_FIRST_BYTE: u32 = 3;
 
-const BL_MERGES: [&str; 9] = [
-    "h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "l d", "Ġwor ld",
-];
+const BL_MERGES: [&str; 9] = ["h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "l d", "Ġwor ld"];
 
 /// GPT-2's byte alphabet, written out independently of the decoder's reverse table.
 pub(super) fn byte_level_char(byte: u8) -> char {
@@ -96,9 +83,7 @@ pub(super) fn byte_level_char(byte: u8) -> char {
 /// A SmolLM2-like byte-level BPE vocabulary: three control tokens, every byte, then the merges'
 /// results; `smollm` pre-tokenizer, no BOS added.
 pub(super) fn byte_level_spec() -> TokenizerSpec {
-    let mut tokens: Vec<String> = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-        .map(String::from)
-        .into();
+    let mut tokens: Vec<String> = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"].map(String::from).into();
     let mut token_types = vec![TokenType::Control; tokens.len()];
     for byte in 0..=255u8 {
         tokens.push(byte_level_char(byte).to_string());
@@ -128,9 +113,6 @@ pub(super) fn byte_level_spec() -> TokenizerSpec {
 
 /// The id of the token a merge of [`byte_level_spec`] produces, e.g. `"Ġworld"`.
 pub(super) fn bl_merged(text: &str) -> u32 {
-    let index = BL_MERGES
-        .iter()
-        .position(|m| m.replace(' ', "") == text)
-        .expect("a merge result");
+    let index = BL_MERGES.iter().position(|m| m.replace(' ', "") == text).expect("a merge result");
     BL_FIRST_BYTE + 256 + index as u32
 }

@@ -40,10 +40,7 @@ const ROUND_TRIP_TEXTS: [&str; 13] = [
 #[test]
 fn sentencepiece_merges_by_score() {
     let tokenizer = sentencepiece();
-    assert_eq!(
-        tokenizer.encode("hello world", false).unwrap(),
-        [sp_piece("hello"), sp_piece("▁world")]
-    );
+    assert_eq!(tokenizer.encode("hello world", false).unwrap(), [sp_piece("hello"), sp_piece("▁world")]);
     assert_eq!(
         tokenizer.encode("hello world", true).unwrap(),
         [SP_BOS, sp_piece("hello"), sp_piece("▁world")]
@@ -74,33 +71,17 @@ fn sentencepiece_user_defined_whitespace_is_matched_before_normalization() {
     let tokenizer = sentencepiece();
     assert_eq!(
         tokenizer.encode("hello  world", false).unwrap(),
-        [
-            sp_piece("hello"),
-            SP_TWO_SPACES,
-            sp_piece("w"),
-            sp_piece("or"),
-            sp_piece("ld")
-        ]
+        [sp_piece("hello"), SP_TWO_SPACES, sp_piece("w"), sp_piece("or"), sp_piece("ld")]
     );
-    assert_eq!(
-        tokenizer.encode("\n\n", false).unwrap(),
-        [SP_NEWLINE, SP_NEWLINE]
-    );
+    assert_eq!(tokenizer.encode("\n\n", false).unwrap(), [SP_NEWLINE, SP_NEWLINE]);
 }
 
 #[test]
 fn special_tokens_match_whole_and_only_whole() {
     let tokenizer = sentencepiece();
     assert_eq!(
-        tokenizer
-            .encode("<start_of_turn>hello\n<end_of_turn>", false)
-            .unwrap(),
-        [
-            SP_START_OF_TURN,
-            sp_piece("hello"),
-            SP_NEWLINE,
-            SP_END_OF_TURN
-        ]
+        tokenizer.encode("<start_of_turn>hello\n<end_of_turn>", false).unwrap(),
+        [SP_START_OF_TURN, sp_piece("hello"), SP_NEWLINE, SP_END_OF_TURN]
     );
     let partial = tokenizer.encode("<start_of_turn", false).unwrap();
     assert!(!partial.contains(&SP_START_OF_TURN), "{partial:?}");
@@ -108,9 +89,7 @@ fn special_tokens_match_whole_and_only_whole() {
 
     let tokenizer = byte_level();
     assert_eq!(
-        tokenizer
-            .encode("<|im_start|>hello<|im_end|>", false)
-            .unwrap(),
+        tokenizer.encode("<|im_start|>hello<|im_end|>", false).unwrap(),
         [BL_IM_START, bl_merged("hello"), BL_IM_END]
     );
     assert_eq!(tokenizer.token_to_id("<|im_end|>"), Some(BL_IM_END));
@@ -119,20 +98,11 @@ fn special_tokens_match_whole_and_only_whole() {
 #[test]
 fn byte_level_pre_tokenizes_then_merges() {
     let tokenizer = byte_level();
-    assert_eq!(
-        tokenizer.encode("hello world", false).unwrap(),
-        [bl_merged("hello"), bl_merged("Ġworld")]
-    );
+    assert_eq!(tokenizer.encode("hello world", false).unwrap(), [bl_merged("hello"), bl_merged("Ġworld")]);
     // `smollm` splits every digit on its own, so "11" is never merged whatever the vocabulary.
-    assert_eq!(
-        tokenizer.encode("11", false).unwrap(),
-        [bl_byte(b'1'), bl_byte(b'1')]
-    );
+    assert_eq!(tokenizer.encode("11", false).unwrap(), [bl_byte(b'1'), bl_byte(b'1')]);
     // Bytes of a non-ASCII character each map to one alphabet token.
-    assert_eq!(
-        tokenizer.encode("é", false).unwrap(),
-        [bl_byte(0xC3), bl_byte(0xA9)]
-    );
+    assert_eq!(tokenizer.encode("é", false).unwrap(), [bl_byte(0xC3), bl_byte(0xA9)]);
 }
 
 #[test]
@@ -141,10 +111,7 @@ fn a_byte_missing_from_the_vocabulary_blocks_merges_and_yields_nothing() {
     spec.tokens[bl_byte(0x1D) as usize] = "removed".into();
     let tokenizer = Tokenizer::from_spec(&spec).unwrap();
     // As llama.cpp: "h" and "e" are not merged across the byte, which itself has no token.
-    assert_eq!(
-        tokenizer.encode("h\u{1D}e", false).unwrap(),
-        [bl_byte(b'h'), bl_byte(b'e')]
-    );
+    assert_eq!(tokenizer.encode("h\u{1D}e", false).unwrap(), [bl_byte(b'h'), bl_byte(b'e')]);
     assert_eq!(tokenizer.encode("he", false).unwrap(), [bl_merged("he")]);
 }
 
@@ -172,14 +139,8 @@ fn space_prefix_is_added_after_specials_and_removed_by_decode() {
         [SP_START_OF_TURN, sp_piece("▁"), sp_piece("hello")]
     );
     for text in ["hello world", "é", "hello\tworld"] {
-        assert_eq!(
-            tokenizer.decode(&tokenizer.encode(text, true).unwrap()),
-            format!("<bos>{text}")
-        );
-        assert_eq!(
-            tokenizer.decode(&tokenizer.encode(text, false).unwrap()),
-            text
-        );
+        assert_eq!(tokenizer.decode(&tokenizer.encode(text, true).unwrap()), format!("<bos>{text}"));
+        assert_eq!(tokenizer.decode(&tokenizer.encode(text, false).unwrap()), text);
     }
 }
 
@@ -202,9 +163,7 @@ fn stream_decoder_holds_back_split_characters() {
     let tokenizer = sentencepiece();
     let mut decoder = StreamDecoder::new(&tokenizer);
     assert_eq!(decoder.push(sp_piece("hello")), "hello");
-    let rocket: Vec<String> = [0xF0, 0x9F, 0x9A, 0x80]
-        .map(|b| decoder.push(sp_byte(b)))
-        .into();
+    let rocket: Vec<String> = [0xF0, 0x9F, 0x9A, 0x80].map(|b| decoder.push(sp_byte(b))).into();
     assert_eq!(rocket, ["", "", "", "🚀"]);
     assert_eq!(decoder.push(sp_piece("▁world")), " world");
     assert_eq!(decoder.finish(), "");
@@ -221,18 +180,10 @@ fn stream_decoder_replaces_what_can_never_be_valid() {
     let mut decoder = StreamDecoder::new(&tokenizer);
     assert_eq!(decoder.push(sp_byte(0xFF)), "\u{FFFD}");
     assert_eq!(decoder.push(sp_byte(0xF0)), "");
-    assert_eq!(
-        decoder.push(sp_piece("h")),
-        "\u{FFFD}h",
-        "a lead byte followed by ASCII"
-    );
+    assert_eq!(decoder.push(sp_piece("h")), "\u{FFFD}h", "a lead byte followed by ASCII");
     assert_eq!(decoder.push(sp_byte(0xE6)), "");
     assert_eq!(decoder.push(sp_byte(0x97)), "");
-    assert_eq!(
-        decoder.finish(),
-        "\u{FFFD}",
-        "an unfinished character at the end"
-    );
+    assert_eq!(decoder.finish(), "\u{FFFD}", "an unfinished character at the end");
     assert_eq!(decoder.finish(), "");
 }
 
@@ -251,22 +202,13 @@ fn stream_decoder_matches_decode_on_every_text() {
 
 #[test]
 fn end_of_generation_includes_eos_and_end_of_turn_tokens() {
-    assert_eq!(
-        sentencepiece().end_of_generation_ids(),
-        [SP_EOS, SP_END_OF_TURN]
-    );
-    assert_eq!(
-        byte_level().end_of_generation_ids(),
-        [BL_END_OF_TEXT, BL_IM_END]
-    );
+    assert_eq!(sentencepiece().end_of_generation_ids(), [SP_EOS, SP_END_OF_TURN]);
+    assert_eq!(byte_level().end_of_generation_ids(), [BL_END_OF_TEXT, BL_IM_END]);
     let mut spec = byte_level_spec();
     // A mistyped end-of-turn token still ends generation and still matches whole.
     spec.token_types[BL_IM_END as usize] = TokenType::Normal;
     let tokenizer = Tokenizer::from_spec(&spec).unwrap();
-    assert_eq!(
-        tokenizer.encode("o<|im_end|>", false).unwrap(),
-        [bl_byte(b'o'), BL_IM_END]
-    );
+    assert_eq!(tokenizer.encode("o<|im_end|>", false).unwrap(), [bl_byte(b'o'), BL_IM_END]);
 }
 
 #[test]
@@ -279,10 +221,7 @@ fn accessors_report_the_spec() {
     );
     assert_eq!(tokenizer.token_to_id("▁world"), Some(sp_piece("▁world")));
     assert_eq!(tokenizer.token_to_id("absent"), None);
-    assert_eq!(
-        tokenizer.token_type(SP_TWO_SPACES),
-        Some(TokenType::UserDefined)
-    );
+    assert_eq!(tokenizer.token_type(SP_TWO_SPACES), Some(TokenType::UserDefined));
     assert!(!byte_level().add_bos());
 }
 
@@ -294,10 +233,7 @@ fn gguf_from(spec: &TokenizerSpec, model_name: &str) -> GgufFile {
     if let Some(pre) = &spec.pre {
         add("tokenizer.ggml.pre", pre.as_str().into());
     }
-    add(
-        "tokenizer.ggml.tokens",
-        StringArray::from_iter(&spec.tokens).into(),
-    );
+    add("tokenizer.ggml.tokens", StringArray::from_iter(&spec.tokens).into());
     if !spec.scores.is_empty() {
         add("tokenizer.ggml.scores", spec.scores.clone().into());
     }
@@ -314,10 +250,7 @@ fn gguf_from(spec: &TokenizerSpec, model_name: &str) -> GgufFile {
         .collect();
     add("tokenizer.ggml.token_type", types.into());
     if !spec.merges.is_empty() {
-        add(
-            "tokenizer.ggml.merges",
-            StringArray::from_iter(&spec.merges).into(),
-        );
+        add("tokenizer.ggml.merges", StringArray::from_iter(&spec.merges).into());
     }
     add("tokenizer.ggml.bos_token_id", spec.bos_id.unwrap().into());
     add("tokenizer.ggml.eos_token_id", spec.eos_id.unwrap().into());
@@ -330,10 +263,7 @@ fn from_gguf_reads_the_vocabulary_and_applies_llama_cpp_defaults() {
     let spec = TokenizerSpec::from_gguf(&gguf).unwrap();
     assert_eq!(spec.model, TokenizerModel::SentencePiece);
     assert_eq!(spec.token_types, sentencepiece_spec().token_types);
-    assert!(
-        spec.add_bos && spec.add_space_prefix,
-        "SentencePiece defaults"
-    );
+    assert!(spec.add_bos && spec.add_space_prefix, "SentencePiece defaults");
     let tokenizer = Tokenizer::from_gguf(&gguf).unwrap();
     assert_eq!(
         tokenizer.encode("hello world", true).unwrap(),
@@ -343,25 +273,16 @@ fn from_gguf_reads_the_vocabulary_and_applies_llama_cpp_defaults() {
     let gguf = gguf_from(&byte_level_spec(), "gpt2");
     let spec = TokenizerSpec::from_gguf(&gguf).unwrap();
     assert_eq!(spec.merges.len(), 9);
-    assert!(
-        !spec.add_bos && !spec.add_space_prefix,
-        "byte-level BPE defaults"
-    );
+    assert!(!spec.add_bos && !spec.add_space_prefix, "byte-level BPE defaults");
     let tokenizer = Tokenizer::from_gguf(&gguf).unwrap();
-    assert_eq!(
-        tokenizer.encode("hello world", false).unwrap(),
-        [bl_merged("hello"), bl_merged("Ġworld")]
-    );
+    assert_eq!(tokenizer.encode("hello world", false).unwrap(), [bl_merged("hello"), bl_merged("Ġworld")]);
 }
 
 #[test]
 fn unknown_tokenizer_models_are_refused() {
     let gguf = gguf_from(&sentencepiece_spec(), "bert");
     let err = Tokenizer::from_gguf(&gguf).unwrap_err();
-    assert!(
-        matches!(&err, TokenizerError::UnsupportedModel(name) if name == "bert"),
-        "{err}"
-    );
+    assert!(matches!(&err, TokenizerError::UnsupportedModel(name) if name == "bert"), "{err}");
     assert!(err.to_string().contains("'bert' is not supported"), "{err}");
 }
 
@@ -370,10 +291,7 @@ fn unknown_pre_tokenizers_are_refused() {
     let mut spec = byte_level_spec();
     spec.pre = Some("mystery".into());
     let err = Tokenizer::from_spec(&spec).unwrap_err();
-    assert!(
-        matches!(&err, TokenizerError::UnsupportedPreTokenizer(name) if name == "mystery"),
-        "{err}"
-    );
+    assert!(matches!(&err, TokenizerError::UnsupportedPreTokenizer(name) if name == "mystery"), "{err}");
 }
 
 #[test]
@@ -382,38 +300,23 @@ fn inconsistent_specs_are_refused() {
     spec.scores.pop();
     assert!(matches!(
         Tokenizer::from_spec(&spec).unwrap_err(),
-        TokenizerError::LengthMismatch {
-            key: "tokenizer.ggml.scores",
-            ..
-        }
+        TokenizerError::LengthMismatch { key: "tokenizer.ggml.scores", .. }
     ));
     let mut spec = sentencepiece_spec();
     spec.eos_id = Some(spec.tokens.len() as u32);
     assert!(matches!(
         Tokenizer::from_spec(&spec).unwrap_err(),
-        TokenizerError::TokenIdOutOfRange {
-            key: "tokenizer.ggml.eos_token_id",
-            ..
-        }
+        TokenizerError::TokenIdOutOfRange { key: "tokenizer.ggml.eos_token_id", .. }
     ));
     let mut spec = sentencepiece_spec();
     spec.bos_id = None;
-    assert!(matches!(
-        Tokenizer::from_spec(&spec).unwrap_err(),
-        TokenizerError::MissingBos
-    ));
+    assert!(matches!(Tokenizer::from_spec(&spec).unwrap_err(), TokenizerError::MissingBos));
     spec.add_bos = false;
     let tokenizer = Tokenizer::from_spec(&spec).unwrap();
-    assert!(matches!(
-        tokenizer.encode("x", true).unwrap_err(),
-        TokenizerError::MissingBos
-    ));
+    assert!(matches!(tokenizer.encode("x", true).unwrap_err(), TokenizerError::MissingBos));
     let mut spec = sentencepiece_spec();
     spec.tokens.clear();
-    assert!(matches!(
-        Tokenizer::from_spec(&spec).unwrap_err(),
-        TokenizerError::EmptyVocabulary
-    ));
+    assert!(matches!(Tokenizer::from_spec(&spec).unwrap_err(), TokenizerError::EmptyVocabulary));
 }
 
 #[test]
@@ -422,10 +325,7 @@ fn malformed_merges_are_left_out() {
     spec.merges.insert(0, "nospace".into());
     spec.merges.insert(0, "h unknown".into());
     let tokenizer = Tokenizer::from_spec(&spec).unwrap();
-    assert_eq!(
-        tokenizer.encode("hello", false).unwrap(),
-        [bl_merged("hello")]
-    );
+    assert_eq!(tokenizer.encode("hello", false).unwrap(), [bl_merged("hello")]);
 }
 
 // ---- chat templates ----
@@ -458,14 +358,9 @@ fn gemma_template_folds_the_system_prompt_into_the_first_user_turn() {
 #[test]
 fn gemma_template_refuses_turns_out_of_order() {
     let template = ChatTemplate::builtin(BuiltinTemplate::Gemma, &sentencepiece());
-    let err = template
-        .render(&[ChatMessage::user("a"), ChatMessage::user("b")], true)
-        .unwrap_err();
+    let err = template.render(&[ChatMessage::user("a"), ChatMessage::user("b")], true).unwrap_err();
     assert!(matches!(err, TemplateError::Render(_)));
-    assert!(
-        err.to_string().contains("alternate user and assistant"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("alternate user and assistant"), "{err}");
 }
 
 #[test]
@@ -502,26 +397,14 @@ fn llama3_template_renders_headers() {
 
 #[test]
 fn builtin_format_is_chosen_by_architecture_then_vocabulary() {
-    let origin = |architecture, tokenizer: &Tokenizer| {
-        ChatTemplate::select(architecture, None, tokenizer).origin()
-    };
-    assert_eq!(
-        origin("gemma3", &sentencepiece()),
-        TemplateOrigin::Builtin(BuiltinTemplate::Gemma)
-    );
-    assert_eq!(
-        origin("llama", &byte_level()),
-        TemplateOrigin::Builtin(BuiltinTemplate::ChatMl)
-    );
-    assert_eq!(
-        origin("llama", &llama3_like()),
-        TemplateOrigin::Builtin(BuiltinTemplate::Llama3)
-    );
+    let origin =
+        |architecture, tokenizer: &Tokenizer| ChatTemplate::select(architecture, None, tokenizer).origin();
+    assert_eq!(origin("gemma3", &sentencepiece()), TemplateOrigin::Builtin(BuiltinTemplate::Gemma));
+    assert_eq!(origin("llama", &byte_level()), TemplateOrigin::Builtin(BuiltinTemplate::ChatMl));
+    assert_eq!(origin("llama", &llama3_like()), TemplateOrigin::Builtin(BuiltinTemplate::Llama3));
     let missing = ChatTemplate::select("llama", None, &sentencepiece());
     assert_eq!(missing.origin(), TemplateOrigin::Missing);
-    let err = missing
-        .render(&[ChatMessage::user("hi")], true)
-        .unwrap_err();
+    let err = missing.render(&[ChatMessage::user("hi")], true).unwrap_err();
     assert!(matches!(err, TemplateError::NoTemplate { .. }), "{err}");
     assert!(err.to_string().contains("has no chat template"), "{err}");
     assert!(err.to_string().contains("architecture 'llama'"), "{err}");
@@ -533,15 +416,10 @@ fn builtin_format_is_chosen_by_architecture_then_vocabulary() {
 fn a_model_template_that_does_not_compile_falls_back() {
     let broken = Some("{% for %}");
     let fallback = ChatTemplate::select("gemma3", broken, &sentencepiece());
-    assert_eq!(
-        fallback.origin(),
-        TemplateOrigin::Builtin(BuiltinTemplate::Gemma)
-    );
+    assert_eq!(fallback.origin(), TemplateOrigin::Builtin(BuiltinTemplate::Gemma));
     let missing = ChatTemplate::select("llama", broken, &sentencepiece());
     assert_eq!(missing.origin(), TemplateOrigin::Missing);
-    let err = missing
-        .render(&[ChatMessage::user("hi")], true)
-        .unwrap_err();
+    let err = missing.render(&[ChatMessage::user("hi")], true).unwrap_err();
     assert!(err.to_string().contains("does not compile"), "{err}");
 }
 
@@ -561,12 +439,7 @@ fn model_templates_render_like_jinja2() {
     let source = "{% for m in messages %}\n  {% if m.content.startswith('x') %}\n{{ m.content.strip().upper() }}|{{ eos_token }}\n  {% endif %}\n{% endfor %}";
     let template = ChatTemplate::from_source(source, &byte_level()).unwrap();
     assert_eq!(
-        template
-            .render(
-                &[ChatMessage::user(" no"), ChatMessage::user("xy  ")],
-                false
-            )
-            .unwrap(),
+        template.render(&[ChatMessage::user(" no"), ChatMessage::user("xy  ")], false).unwrap(),
         "XY|<|im_end|>\n"
     );
 }

@@ -35,15 +35,10 @@ impl Tokenizer {
         let texts = token_texts(spec);
         let token_types = effective_token_types(spec);
         // Later ids win for duplicated texts, as in llama.cpp's text-to-token map.
-        let vocab: Vocab = texts
-            .iter()
-            .enumerate()
-            .map(|(id, text)| (text.clone(), id as u32))
-            .collect();
+        let vocab: Vocab = texts.iter().enumerate().map(|(id, text)| (text.clone(), id as u32)).collect();
         let mut inner = match spec.model {
             TokenizerModel::SentencePiece => {
-                let mut inner =
-                    tokenizers::Tokenizer::new(sentencepiece::model(spec, &texts, vocab)?);
+                let mut inner = tokenizers::Tokenizer::new(sentencepiece::model(spec, &texts, vocab)?);
                 inner.with_normalizer(Some(sentencepiece::normalizer(spec)?));
                 inner
             }
@@ -71,10 +66,7 @@ impl Tokenizer {
     /// The ids of `text`, with BOS in front when `add_bos` (pass [`Tokenizer::add_bos`] for the
     /// model's own rule).
     pub fn encode(&self, text: &str, add_bos: bool) -> Result<Vec<u32>, TokenizerError> {
-        let encoding = self
-            .inner
-            .encode_fast(text, false)
-            .map_err(TokenizerError::Encode)?;
+        let encoding = self.inner.encode_fast(text, false).map_err(TokenizerError::Encode)?;
         let mut ids = Vec::with_capacity(encoding.len() + usize::from(add_bos));
         if add_bos {
             ids.push(self.bos_id.ok_or(TokenizerError::MissingBos)?);
@@ -162,12 +154,6 @@ fn token_texts(spec: &TokenizerSpec) -> Vec<String> {
     spec.tokens
         .iter()
         .enumerate()
-        .map(|(id, text)| {
-            if text.is_empty() {
-                format!("[EMPTY_{id}]")
-            } else {
-                text.clone()
-            }
-        })
+        .map(|(id, text)| if text.is_empty() { format!("[EMPTY_{id}]") } else { text.clone() })
         .collect()
 }

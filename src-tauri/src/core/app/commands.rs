@@ -13,7 +13,11 @@ pub struct AppStatus {
 
 #[tauri::command]
 pub async fn app_status(state: State<'_, AppState>) -> Result<AppStatus, CommandError> {
-    Ok(AppStatus { version: env!("CARGO_PKG_VERSION"), database_path: state.db.path().display().to_string(), notices: state.notices.clone() })
+    Ok(AppStatus {
+        version: env!("CARGO_PKG_VERSION"),
+        database_path: state.db.path().display().to_string(),
+        notices: state.notices.clone(),
+    })
 }
 
 #[tauri::command]
@@ -22,7 +26,10 @@ pub async fn app_settings(state: State<'_, AppState>) -> Result<AppSettings, Com
 }
 
 #[tauri::command]
-pub async fn save_app_settings(state: State<'_, AppState>, settings: AppSettings) -> Result<(), CommandError> {
+pub async fn save_app_settings(
+    state: State<'_, AppState>,
+    settings: AppSettings,
+) -> Result<(), CommandError> {
     Ok(settings.save(&state.db)?)
 }
 
@@ -67,7 +74,14 @@ mod tests {
     fn only_web_and_mail_links_open() {
         assert!(checked_link("https://example.com/a?b=c").is_ok());
         assert!(checked_link("mailto:someone@example.com").is_ok());
-        for refused in ["javascript:alert(1)", "JavaScript:alert(1)", "file:///etc/passwd", "data:text/html,<script>", "vbscript:x", "tauri://localhost"] {
+        for refused in [
+            "javascript:alert(1)",
+            "JavaScript:alert(1)",
+            "file:///etc/passwd",
+            "data:text/html,<script>",
+            "vbscript:x",
+            "tauri://localhost",
+        ] {
             assert!(matches!(checked_link(refused), Err(LinkError::Scheme(_))), "{refused}");
         }
         assert!(matches!(checked_link("not a url"), Err(LinkError::Invalid(_))));

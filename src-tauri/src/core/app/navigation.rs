@@ -16,7 +16,11 @@ fn is_app_url(url: &Url) -> bool {
         "http" | "https" => url.host_str() == Some("tauri.localhost"),
         _ => false,
     };
-    bundled || (cfg!(dev) && url.scheme() == "http" && url.host_str() == Some("localhost") && url.port() == Some(5173))
+    bundled
+        || (cfg!(dev)
+            && url.scheme() == "http"
+            && url.host_str() == Some("localhost")
+            && url.port() == Some(5173))
 }
 
 #[cfg(test)]
@@ -28,9 +32,14 @@ mod tests {
         let allowed = |url: &str| is_app_url(&Url::parse(url).unwrap());
         assert!(allowed("tauri://localhost/index.html"));
         assert!(allowed("http://tauri.localhost/"));
-        for refused in
-            ["https://example.com/", "javascript:alert(1)", "file:///etc/passwd", "data:text/html,hi", "tauri://evil.example", "http://localhost.evil.example/"]
-        {
+        for refused in [
+            "https://example.com/",
+            "javascript:alert(1)",
+            "file:///etc/passwd",
+            "data:text/html,hi",
+            "tauri://evil.example",
+            "http://localhost.evil.example/",
+        ] {
             assert!(!allowed(refused), "{refused}");
         }
     }

@@ -11,7 +11,8 @@ pub struct AppPaths {
 
 impl AppPaths {
     pub fn from_platform() -> Option<AppPaths> {
-        ProjectDirs::from("dev", "doppler", "doppler").map(|dirs| AppPaths { data_dir: dirs.data_dir().to_path_buf() })
+        ProjectDirs::from("dev", "doppler", "doppler")
+            .map(|dirs| AppPaths { data_dir: dirs.data_dir().to_path_buf() })
     }
 
     pub fn database(&self) -> PathBuf {

@@ -46,11 +46,18 @@ pub enum StartupError {
 
 impl AppState {
     /// Opens the database and the model store and starts the engine worker.
-    pub fn open(paths: AppPaths, store: Result<ModelStore, doppler_engine::store::StoreError>, engine: EngineOptions) -> Result<AppState, StartupError> {
+    pub fn open(
+        paths: AppPaths,
+        store: Result<ModelStore, doppler_engine::store::StoreError>,
+        engine: EngineOptions,
+    ) -> Result<AppState, StartupError> {
         let opened = Database::open(&paths.database())?;
         let mut notices = Vec::new();
         if let Some(recovered) = opened.recovered {
-            notices.push(StartupNotice::DatabaseRecovered { moved_to: recovered.moved_to.display().to_string(), reason: recovered.reason });
+            notices.push(StartupNotice::DatabaseRecovered {
+                moved_to: recovered.moved_to.display().to_string(),
+                reason: recovered.reason,
+            });
         }
         let db = Arc::new(opened.database);
         let worker = Arc::new(EngineWorker::spawn(engine));
@@ -58,6 +65,13 @@ impl AppState {
         if let Some(reason) = models.unavailable_reason() {
             notices.push(StartupNotice::ModelStoreUnavailable { reason: reason.to_string() });
         }
-        Ok(AppState { paths, chat: ChatService::new(db.clone(), worker.clone()), db, worker, models, notices })
+        Ok(AppState {
+            paths,
+            chat: ChatService::new(db.clone(), worker.clone()),
+            db,
+            worker,
+            models,
+            notices,
+        })
     }
 }

@@ -59,11 +59,19 @@ pub async fn edit_and_resend(
     model_id: String,
     on_event: Channel<GenerationEvent>,
 ) -> Result<SendReceipt, CommandError> {
-    Ok(state.chat.edit_and_resend(conversation_id, message_id, &content, target(&window, model_id, on_event))?)
+    Ok(state.chat.edit_and_resend(
+        conversation_id,
+        message_id,
+        &content,
+        target(&window, model_id, on_event),
+    )?)
 }
 
 #[tauri::command]
-pub async fn stop_generation(state: State<'_, AppState>, generation_id: GenerationId) -> Result<bool, CommandError> {
+pub async fn stop_generation(
+    state: State<'_, AppState>,
+    generation_id: GenerationId,
+) -> Result<bool, CommandError> {
     Ok(state.chat.stop(generation_id))
 }
 

@@ -48,14 +48,33 @@ mod tests {
     use crate::core::storage::Message;
 
     fn message(id: i64, role: Role, content: &str) -> Message {
-        Message { id, conversation_id: 1, parent_id: None, role, content: content.to_string(), created_at: 0, generation: None }
+        Message {
+            id,
+            conversation_id: 1,
+            parent_id: None,
+            role,
+            content: content.to_string(),
+            created_at: 0,
+            generation: None,
+        }
     }
 
     #[test]
     fn the_system_prompt_comes_first_and_roles_alternate() {
-        let branch = [message(1, Role::User, "hi"), message(2, Role::User, "anyone?"), message(3, Role::Assistant, "yes")];
+        let branch = [
+            message(1, Role::User, "hi"),
+            message(2, Role::User, "anyone?"),
+            message(3, Role::Assistant, "yes"),
+        ];
         let chat = chat_messages("  Be brief. ", &branch);
-        assert_eq!(chat, vec![ChatMessage::system("Be brief."), ChatMessage::user("hi\n\nanyone?"), ChatMessage::assistant("yes")]);
+        assert_eq!(
+            chat,
+            vec![
+                ChatMessage::system("Be brief."),
+                ChatMessage::user("hi\n\nanyone?"),
+                ChatMessage::assistant("yes")
+            ]
+        );
     }
 
     #[test]
@@ -66,7 +85,8 @@ mod tests {
 
     #[test]
     fn a_conversation_seed_wins_over_the_fresh_one() {
-        let mut settings = ConversationSettings { seed: Some(7), max_tokens: 0, ..ConversationSettings::default() };
+        let mut settings =
+            ConversationSettings { seed: Some(7), max_tokens: 0, ..ConversationSettings::default() };
         assert_eq!(generate_options(&settings, 99).sampling.seed, 7);
         assert_eq!(generate_options(&settings, 99).max_tokens, 1);
         settings.seed = None;

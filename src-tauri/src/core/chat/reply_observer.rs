@@ -37,7 +37,8 @@ impl GenerationObserver for ReplyObserver {
             GenerationOutcome::Finished(summary) => self.commit(&summary),
             GenerationOutcome::CancelledWhileQueued => GenerationEvent::Cancelled,
             GenerationOutcome::Failed(failure) => {
-                let context_full = matches!(failure, GenerationFailure::Engine(GenerateError::PromptTooLong { .. }));
+                let context_full =
+                    matches!(failure, GenerationFailure::Engine(GenerateError::PromptTooLong { .. }));
                 GenerationEvent::Failed { reason: failure.to_string(), context_full }
             }
         };
@@ -64,7 +65,10 @@ impl ReplyObserver {
             Ok(message) => GenerationEvent::Done { message },
             Err(error) => {
                 tracing::error!(%error, conversation = self.conversation_id, "could not save a reply");
-                GenerationEvent::Failed { reason: format!("the reply could not be saved: {error}"), context_full: false }
+                GenerationEvent::Failed {
+                    reason: format!("the reply could not be saved: {error}"),
+                    context_full: false,
+                }
             }
         }
     }

@@ -29,7 +29,12 @@ impl ChatService {
     }
 
     /// Commits `content` at the end of the branch on screen and queues the reply.
-    pub fn send(&self, conversation_id: ConversationId, content: &str, target: ReplyTarget) -> Result<SendReceipt, ChatError> {
+    pub fn send(
+        &self,
+        conversation_id: ConversationId,
+        content: &str,
+        target: ReplyTarget,
+    ) -> Result<SendReceipt, ChatError> {
         let content = non_empty(content)?;
         let leaf = self.db.conversation(conversation_id)?.current_leaf_id;
         let message = self.db.add_user_message(conversation_id, leaf, content)?;
@@ -38,7 +43,12 @@ impl ChatService {
     }
 
     /// A new reply to `user_message_id`, beside the ones it already has.
-    pub fn regenerate(&self, conversation_id: ConversationId, user_message_id: MessageId, target: ReplyTarget) -> Result<GenerationId, ChatError> {
+    pub fn regenerate(
+        &self,
+        conversation_id: ConversationId,
+        user_message_id: MessageId,
+        target: ReplyTarget,
+    ) -> Result<GenerationId, ChatError> {
         self.reply_to(conversation_id, user_message_id, target)
     }
 
@@ -66,7 +76,12 @@ impl ChatService {
         self.worker.cancel(generation_id)
     }
 
-    fn reply_to(&self, conversation_id: ConversationId, user_message_id: MessageId, target: ReplyTarget) -> Result<GenerationId, ChatError> {
+    fn reply_to(
+        &self,
+        conversation_id: ConversationId,
+        user_message_id: MessageId,
+        target: ReplyTarget,
+    ) -> Result<GenerationId, ChatError> {
         if target.model_id.is_empty() {
             return Err(ChatError::NoModel);
         }
@@ -82,7 +97,13 @@ impl ChatService {
             messages: prompt::chat_messages(&conversation.settings.system_prompt, &branch),
             options: prompt::generate_options(&conversation.settings, fresh_seed()),
         };
-        let observer = ReplyObserver { db: self.db.clone(), sink: target.sink, conversation_id, user_message_id, model_id: target.model_id };
+        let observer = ReplyObserver {
+            db: self.db.clone(),
+            sink: target.sink,
+            conversation_id,
+            user_message_id,
+            model_id: target.model_id,
+        };
         Ok(self.worker.generate(request, Box::new(observer)))
     }
 }

@@ -7,7 +7,10 @@ use crate::core::{
 };
 
 #[tauri::command]
-pub async fn list_conversations(state: State<'_, AppState>, query: Option<String>) -> Result<Vec<ConversationSummary>, CommandError> {
+pub async fn list_conversations(
+    state: State<'_, AppState>,
+    query: Option<String>,
+) -> Result<Vec<ConversationSummary>, CommandError> {
     Ok(state.db.list_conversations(query.as_deref())?)
 }
 
@@ -19,12 +22,19 @@ pub async fn create_conversation(state: State<'_, AppState>) -> Result<Conversat
 }
 
 #[tauri::command]
-pub async fn get_conversation(state: State<'_, AppState>, id: ConversationId) -> Result<ConversationView, CommandError> {
+pub async fn get_conversation(
+    state: State<'_, AppState>,
+    id: ConversationId,
+) -> Result<ConversationView, CommandError> {
     Ok(ConversationView::load(&state.db, id)?)
 }
 
 #[tauri::command]
-pub async fn rename_conversation(state: State<'_, AppState>, id: ConversationId, title: String) -> Result<Conversation, CommandError> {
+pub async fn rename_conversation(
+    state: State<'_, AppState>,
+    id: ConversationId,
+    title: String,
+) -> Result<Conversation, CommandError> {
     let title = title.trim();
     let title = if title.is_empty() { "Untitled" } else { title };
     Ok(state.db.rename_conversation(id, title)?)
@@ -46,7 +56,11 @@ pub async fn update_conversation_settings(
 
 /// Shows the branch through `message_id` (the "‹ 2 / 3 ›" switcher).
 #[tauri::command]
-pub async fn select_branch(state: State<'_, AppState>, conversation_id: ConversationId, message_id: MessageId) -> Result<ConversationView, CommandError> {
+pub async fn select_branch(
+    state: State<'_, AppState>,
+    conversation_id: ConversationId,
+    message_id: MessageId,
+) -> Result<ConversationView, CommandError> {
     state.db.select_branch(conversation_id, message_id)?;
     Ok(ConversationView::load(&state.db, conversation_id)?)
 }
@@ -54,10 +68,18 @@ pub async fn select_branch(state: State<'_, AppState>, conversation_id: Conversa
 /// Saves the branch on screen as Markdown where the user picks in a native dialog; returns
 /// whether a file was written.
 #[tauri::command]
-pub async fn export_conversation(app: AppHandle, window: tauri::WebviewWindow, id: ConversationId) -> Result<bool, CommandError> {
+pub async fn export_conversation(
+    app: AppHandle,
+    window: tauri::WebviewWindow,
+    id: ConversationId,
+) -> Result<bool, CommandError> {
     let view = ConversationView::load(&app.state::<AppState>().db, id)?;
     let file_name = format!("{}.md", view.conversation.title.replace(['/', '\\', ':', '\0'], "-"));
-    let dialog = rfd::AsyncFileDialog::new().set_title("Export conversation").set_file_name(file_name).add_filter("Markdown", &["md"]).set_parent(&window);
+    let dialog = rfd::AsyncFileDialog::new()
+        .set_title("Export conversation")
+        .set_file_name(file_name)
+        .add_filter("Markdown", &["md"])
+        .set_parent(&window);
     let Some(file) = dialog.save_file().await else { return Ok(false) };
     file.write(to_markdown(&view).as_bytes()).await?;
     Ok(true)

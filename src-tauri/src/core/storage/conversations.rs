@@ -21,7 +21,10 @@ impl Database {
         let settings_json = to_json(settings)?;
         self.write(|tx| {
             let now = now_ms();
-            tx.execute("INSERT INTO conversations (title, created_at, updated_at, settings) VALUES (?1, ?2, ?2, ?3)", params![UNTITLED, now, settings_json])?;
+            tx.execute(
+                "INSERT INTO conversations (title, created_at, updated_at, settings) VALUES (?1, ?2, ?2, ?3)",
+                params![UNTITLED, now, settings_json],
+            )?;
             conversation(tx, tx.last_insert_rowid())
         })
     }
@@ -66,7 +69,10 @@ impl Database {
     /// Names the conversation; its title no longer follows the first message.
     pub fn rename_conversation(&self, id: ConversationId, title: &str) -> Result<Conversation, StorageError> {
         self.write(|tx| {
-            let changed = tx.execute("UPDATE conversations SET title = ?2, auto_title = 0 WHERE id = ?1", params![id, title])?;
+            let changed = tx.execute(
+                "UPDATE conversations SET title = ?2, auto_title = 0 WHERE id = ?1",
+                params![id, title],
+            )?;
             if changed == 0 {
                 return Err(StorageError::ConversationNotFound(id));
             }
@@ -82,10 +88,17 @@ impl Database {
         })
     }
 
-    pub fn update_conversation_settings(&self, id: ConversationId, settings: &ConversationSettings) -> Result<Conversation, StorageError> {
+    pub fn update_conversation_settings(
+        &self,
+        id: ConversationId,
+        settings: &ConversationSettings,
+    ) -> Result<Conversation, StorageError> {
         let settings_json = to_json(settings)?;
         self.write(|tx| {
-            let changed = tx.execute("UPDATE conversations SET settings = ?2 WHERE id = ?1", params![id, settings_json])?;
+            let changed = tx.execute(
+                "UPDATE conversations SET settings = ?2 WHERE id = ?1",
+                params![id, settings_json],
+            )?;
             if changed == 0 {
                 return Err(StorageError::ConversationNotFound(id));
             }
@@ -97,12 +110,21 @@ impl Database {
 pub(super) fn conversation(conn: &Connection, id: ConversationId) -> Result<Conversation, StorageError> {
     let row = conn
         .query_row(&format!("SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = ?1"), [id], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get::<_, String>(4)?, row.get(5)?, row.get(6)?))
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get::<_, String>(4)?,
+                row.get(5)?,
+                row.get(6)?,
+            ))
         })
         .optional()?
         .ok_or(StorageError::ConversationNotFound(id))?;
     let (id, title, created_at, updated_at, settings_json, model_id, current_leaf_id) = row;
-    let settings = serde_json::from_str(&settings_json).map_err(|source| StorageError::BadJson { what: "conversation settings", source })?;
+    let settings = serde_json::from_str(&settings_json)
+        .map_err(|source| StorageError::BadJson { what: "conversation settings", source })?;
     Ok(Conversation { id, title, created_at, updated_at, settings, model_id, current_leaf_id })
 }
 
@@ -116,5 +138,6 @@ pub(super) fn auto_title(first_message: &str) -> String {
 }
 
 fn to_json(settings: &ConversationSettings) -> Result<String, StorageError> {
-    serde_json::to_string(settings).map_err(|source| StorageError::BadJson { what: "conversation settings", source })
+    serde_json::to_string(settings)
+        .map_err(|source| StorageError::BadJson { what: "conversation settings", source })
 }

@@ -46,7 +46,8 @@ impl Database {
     /// reports damaged is renamed `<name>.corrupt-<unix seconds>` and a new one is started.
     pub fn open(path: &Path) -> Result<OpenedDatabase, OpenError> {
         if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(|source| OpenError::CreateDirectory { path: dir.to_path_buf(), source })?;
+            fs::create_dir_all(dir)
+                .map_err(|source| OpenError::CreateDirectory { path: dir.to_path_buf(), source })?;
         }
         let recovered = match open_checked(path) {
             Ok(conn) => return Ok(OpenedDatabase { database: Database::new(conn, path), recovered: None }),
@@ -58,11 +59,16 @@ impl Database {
             }
         };
         match open_checked(path) {
-            Ok(conn) => Ok(OpenedDatabase { database: Database::new(conn, path), recovered: Some(recovered) }),
+            Ok(conn) => {
+                Ok(OpenedDatabase { database: Database::new(conn, path), recovered: Some(recovered) })
+            }
             Err(Attempt::Failed(error)) => Err(error),
             Err(Attempt::Corrupt(reason)) => Err(OpenError::Sqlite {
                 path: path.to_path_buf(),
-                source: rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT), Some(reason)),
+                source: rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+                    Some(reason),
+                ),
             }),
         }
     }
@@ -76,12 +82,18 @@ impl Database {
     }
 
     /// Runs reads on the connection.
-    pub(super) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StorageError>) -> Result<T, StorageError> {
+    pub(super) fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
         f(&self.lock())
     }
 
     /// Runs `f` in a transaction, committed when it returns `Ok` and rolled back otherwise.
-    pub(super) fn write<T>(&self, f: impl FnOnce(&Transaction) -> Result<T, StorageError>) -> Result<T, StorageError> {
+    pub(super) fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         let value = f(&tx)?;
@@ -107,9 +119,14 @@ fn open_checked(path: &Path) -> Result<Connection, Attempt> {
     // newer build is refused before anything is written to it.
     let found = schema_version(&conn).map_err(classify)?;
     if found > LATEST_VERSION {
-        return Err(Attempt::Failed(OpenError::NewerSchema { path: path.to_path_buf(), found, supported: LATEST_VERSION }));
+        return Err(Attempt::Failed(OpenError::NewerSchema {
+            path: path.to_path_buf(),
+            found,
+            supported: LATEST_VERSION,
+        }));
     }
-    let journal_mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)).map_err(classify)?;
+    let journal_mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)).map_err(classify)?;
     if !journal_mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(%journal_mode, "the database did not switch to WAL");
     }
@@ -127,13 +144,19 @@ fn open_checked(path: &Path) -> Result<Connection, Attempt> {
 fn move_aside(path: &Path) -> Result<PathBuf, OpenError> {
     let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let moved_to = with_suffix(path, &format!(".corrupt-{stamp}"));
-    fs::rename(path, &moved_to).map_err(|source| OpenError::MoveAside { path: path.to_path_buf(), moved_to: moved_to.clone(), source })?;
+    fs::rename(path, &moved_to).map_err(|source| OpenError::MoveAside {
+        path: path.to_path_buf(),
+        moved_to: moved_to.clone(),
+        source,
+    })?;
     for companion in ["-wal", "-shm"] {
         let from = with_suffix(path, companion);
         match fs::rename(&from, with_suffix(&moved_to, companion)) {
             Ok(()) => {}
             Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-            Err(source) => return Err(OpenError::MoveAside { path: from, moved_to: moved_to.clone(), source }),
+            Err(source) => {
+                return Err(OpenError::MoveAside { path: from, moved_to: moved_to.clone(), source })
+            }
         }
     }
     Ok(moved_to)

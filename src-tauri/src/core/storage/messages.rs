@@ -3,7 +3,9 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 use super::{
     conversations::{auto_title, conversation},
     database::now_ms,
-    models::{ConversationId, FinishReason, GenerationStats, Message, MessageId, NewReply, Role, ThreadMessage},
+    models::{
+        ConversationId, FinishReason, GenerationStats, Message, MessageId, NewReply, Role, ThreadMessage,
+    },
     Database, StorageError,
 };
 
@@ -13,7 +15,12 @@ const MESSAGE_COLUMNS: &str =
 impl Database {
     /// Adds a user message under `parent_id` (`None`: a first message) and makes it the end
     /// of the branch on screen. A second child of the same parent is an edit: a new branch.
-    pub fn add_user_message(&self, conversation_id: ConversationId, parent_id: Option<MessageId>, content: &str) -> Result<Message, StorageError> {
+    pub fn add_user_message(
+        &self,
+        conversation_id: ConversationId,
+        parent_id: Option<MessageId>,
+        content: &str,
+    ) -> Result<Message, StorageError> {
         self.write(|tx| {
             conversation(tx, conversation_id)?;
             if let Some(parent_id) = parent_id {
@@ -73,19 +80,29 @@ impl Database {
     }
 
     /// The messages from the first one down to `id`, in order.
-    pub fn path_to(&self, conversation_id: ConversationId, id: MessageId) -> Result<Vec<Message>, StorageError> {
+    pub fn path_to(
+        &self,
+        conversation_id: ConversationId,
+        id: MessageId,
+    ) -> Result<Vec<Message>, StorageError> {
         self.read(|conn| path_to(conn, conversation_id, id))
     }
 
     /// The branch on screen, first message first, each with its alternatives.
     pub fn thread(&self, conversation_id: ConversationId) -> Result<Vec<ThreadMessage>, StorageError> {
         self.read(|conn| {
-            let Some(leaf) = conversation(conn, conversation_id)?.current_leaf_id else { return Ok(Vec::new()) };
-            let mut siblings = conn.prepare("SELECT id FROM messages WHERE conversation_id = ?1 AND parent_id IS ?2 ORDER BY id")?;
+            let Some(leaf) = conversation(conn, conversation_id)?.current_leaf_id else {
+                return Ok(Vec::new());
+            };
+            let mut siblings = conn.prepare(
+                "SELECT id FROM messages WHERE conversation_id = ?1 AND parent_id IS ?2 ORDER BY id",
+            )?;
             path_to(conn, conversation_id, leaf)?
                 .into_iter()
                 .map(|message| {
-                    let sibling_ids = siblings.query_map(params![conversation_id, message.parent_id], |row| row.get(0))?.collect::<Result<Vec<_>, _>>()?;
+                    let sibling_ids = siblings
+                        .query_map(params![conversation_id, message.parent_id], |row| row.get(0))?
+                        .collect::<Result<Vec<_>, _>>()?;
                     Ok(ThreadMessage { message, sibling_ids })
                 })
                 .collect()
@@ -97,23 +114,40 @@ impl Database {
         self.write(|tx| {
             message(tx, conversation_id, id)?;
             let mut leaf = id;
-            let mut latest_child = tx.prepare("SELECT id FROM messages WHERE parent_id = ?1 AND id > ?1 ORDER BY id DESC LIMIT 1")?;
+            let mut latest_child = tx.prepare(
+                "SELECT id FROM messages WHERE parent_id = ?1 AND id > ?1 ORDER BY id DESC LIMIT 1",
+            )?;
             while let Some(child) = latest_child.query_row([leaf], |row| row.get(0)).optional()? {
                 leaf = child;
             }
-            tx.execute("UPDATE conversations SET current_leaf_id = ?2 WHERE id = ?1", params![conversation_id, leaf])?;
+            tx.execute(
+                "UPDATE conversations SET current_leaf_id = ?2 WHERE id = ?1",
+                params![conversation_id, leaf],
+            )?;
             Ok(())
         })
     }
 }
 
-fn message(conn: &Connection, conversation_id: ConversationId, id: MessageId) -> Result<Message, StorageError> {
-    conn.query_row(&format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?1 AND conversation_id = ?2"), params![id, conversation_id], message_from_row)
-        .optional()?
-        .ok_or(StorageError::MessageNotFound { conversation: conversation_id, message: id })
+fn message(
+    conn: &Connection,
+    conversation_id: ConversationId,
+    id: MessageId,
+) -> Result<Message, StorageError> {
+    conn.query_row(
+        &format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?1 AND conversation_id = ?2"),
+        params![id, conversation_id],
+        message_from_row,
+    )
+    .optional()?
+    .ok_or(StorageError::MessageNotFound { conversation: conversation_id, message: id })
 }
 
-fn path_to(conn: &Connection, conversation_id: ConversationId, id: MessageId) -> Result<Vec<Message>, StorageError> {
+fn path_to(
+    conn: &Connection,
+    conversation_id: ConversationId,
+    id: MessageId,
+) -> Result<Vec<Message>, StorageError> {
     let mut statement = conn.prepare(&format!(
         "WITH RECURSIVE path(id, depth) AS (
              SELECT id, 0 FROM messages WHERE id = ?1 AND conversation_id = ?2
@@ -123,7 +157,9 @@ fn path_to(conn: &Connection, conversation_id: ConversationId, id: MessageId) ->
               WHERE m.parent_id IS NOT NULL AND m.parent_id < m.id)
          SELECT {MESSAGE_COLUMNS} FROM messages JOIN path USING (id) ORDER BY path.depth DESC"
     ))?;
-    let path = statement.query_map(params![id, conversation_id], message_from_row)?.collect::<Result<Vec<_>, _>>()?;
+    let path = statement
+        .query_map(params![id, conversation_id], message_from_row)?
+        .collect::<Result<Vec<_>, _>>()?;
     if path.is_empty() {
         return Err(StorageError::MessageNotFound { conversation: conversation_id, message: id });
     }
@@ -138,16 +174,29 @@ fn message_from_row(row: &Row) -> rusqlite::Result<Message> {
         None => None,
         Some(reason) => Some(GenerationStats {
             model_id: row.get::<_, Option<String>>(6)?.unwrap_or_default(),
-            finish_reason: FinishReason::parse(&reason).ok_or_else(|| invalid_text(7, "finish_reason", &reason))?,
+            finish_reason: FinishReason::parse(&reason)
+                .ok_or_else(|| invalid_text(7, "finish_reason", &reason))?,
             prompt_tokens: row.get::<_, Option<u32>>(8)?.unwrap_or(0),
             generated_tokens: row.get::<_, Option<u32>>(9)?.unwrap_or(0),
             tokens_per_second: row.get::<_, Option<f64>>(10)?.unwrap_or(0.0),
             time_to_first_token_ms: row.get::<_, Option<f64>>(11)?.unwrap_or(0.0),
         }),
     };
-    Ok(Message { id: row.get(0)?, conversation_id: row.get(1)?, parent_id: row.get(2)?, role, content: row.get(4)?, created_at: row.get(5)?, generation })
+    Ok(Message {
+        id: row.get(0)?,
+        conversation_id: row.get(1)?,
+        parent_id: row.get(2)?,
+        role,
+        content: row.get(4)?,
+        created_at: row.get(5)?,
+        generation,
+    })
 }
 
 fn invalid_text(column: usize, name: &str, value: &str) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, format!("unknown {name} '{value}'").into())
+    rusqlite::Error::FromSqlConversionFailure(
+        column,
+        rusqlite::types::Type::Text,
+        format!("unknown {name} '{value}'").into(),
+    )
 }

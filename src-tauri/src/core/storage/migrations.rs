@@ -8,7 +8,8 @@ struct Migration {
     sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration { version: 1, sql: include_str!("migrations/0001_initial.sql") }];
+const MIGRATIONS: &[Migration] =
+    &[Migration { version: 1, sql: include_str!("migrations/0001_initial.sql") }];
 
 /// The schema version this build writes.
 pub(super) const LATEST_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;

@@ -13,5 +13,6 @@ mod settings;
 pub use database::{Database, OpenedDatabase, RecoveredDatabase};
 pub use error::{OpenError, StorageError};
 pub use models::{
-    Conversation, ConversationId, ConversationSettings, ConversationSummary, FinishReason, GenerationStats, Message, MessageId, NewReply, Role, ThreadMessage,
+    Conversation, ConversationId, ConversationSettings, ConversationSummary, FinishReason, GenerationStats,
+    Message, MessageId, NewReply, Role, ThreadMessage,
 };

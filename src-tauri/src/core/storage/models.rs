@@ -105,9 +105,15 @@ impl FinishReason {
     }
 
     pub(super) fn parse(text: &str) -> Option<FinishReason> {
-        [FinishReason::Eos, FinishReason::MaxTokens, FinishReason::StopString, FinishReason::Cancelled, FinishReason::ContextFull]
-            .into_iter()
-            .find(|reason| reason.as_str() == text)
+        [
+            FinishReason::Eos,
+            FinishReason::MaxTokens,
+            FinishReason::StopString,
+            FinishReason::Cancelled,
+            FinishReason::ContextFull,
+        ]
+        .into_iter()
+        .find(|reason| reason.as_str() == text)
     }
 }
 

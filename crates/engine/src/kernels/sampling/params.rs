@@ -34,7 +34,15 @@ pub struct SamplingParams {
 
 impl Default for SamplingParams {
     fn default() -> Self {
-        Self { temperature: 0.0, top_k: 0, top_p: 1.0, min_p: 0.0, repetition_penalty: 1.0, repeat_last_n: 64, seed: 0 }
+        Self {
+            temperature: 0.0,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            repetition_penalty: 1.0,
+            repeat_last_n: 64,
+            seed: 0,
+        }
     }
 }
 
@@ -114,11 +122,24 @@ mod tests {
     fn modes_follow_llama_cpp_off_switches() {
         let sampling = SamplingParams { temperature: 0.8, ..SamplingParams::default() };
         assert_eq!(mode(SamplingParams::greedy()), SamplingMode::Greedy as u32);
-        assert_eq!(mode(SamplingParams { temperature: -1.0, top_k: 5, ..SamplingParams::default() }), SamplingMode::Greedy as u32);
-        assert_eq!(mode(SamplingParams { temperature: f32::NAN, ..SamplingParams::default() }), SamplingMode::Greedy as u32);
+        assert_eq!(
+            mode(SamplingParams { temperature: -1.0, top_k: 5, ..SamplingParams::default() }),
+            SamplingMode::Greedy as u32
+        );
+        assert_eq!(
+            mode(SamplingParams { temperature: f32::NAN, ..SamplingParams::default() }),
+            SamplingMode::Greedy as u32
+        );
         assert_eq!(mode(sampling.clone()), SamplingMode::FullDistribution as u32);
-        assert_eq!(mode(SamplingParams { top_k: 1000, ..sampling.clone() }), SamplingMode::FullDistribution as u32, "top-k of the whole vocabulary is off");
-        assert_eq!(mode(SamplingParams { top_p: f32::NAN, min_p: f32::NAN, ..sampling.clone() }), SamplingMode::FullDistribution as u32);
+        assert_eq!(
+            mode(SamplingParams { top_k: 1000, ..sampling.clone() }),
+            SamplingMode::FullDistribution as u32,
+            "top-k of the whole vocabulary is off"
+        );
+        assert_eq!(
+            mode(SamplingParams { top_p: f32::NAN, min_p: f32::NAN, ..sampling.clone() }),
+            SamplingMode::FullDistribution as u32
+        );
         assert_eq!(mode(SamplingParams { top_k: 40, ..sampling.clone() }), SamplingMode::Candidates as u32);
         assert_eq!(mode(SamplingParams { top_p: 0.9, ..sampling.clone() }), SamplingMode::Candidates as u32);
         assert_eq!(mode(SamplingParams { min_p: 0.05, ..sampling }), SamplingMode::Candidates as u32);
@@ -126,7 +147,15 @@ mod tests {
 
     #[test]
     fn values_are_capped_and_normalized() {
-        let params = SamplingParams { temperature: 0.5, top_k: 999, min_p: 0.1, repetition_penalty: 1.3, repeat_last_n: 500, seed: 0x1234_5678_9abc_def0, ..SamplingParams::default() };
+        let params = SamplingParams {
+            temperature: 0.5,
+            top_k: 999,
+            min_p: 0.1,
+            repetition_penalty: 1.3,
+            repeat_last_n: 500,
+            seed: 0x1234_5678_9abc_def0,
+            ..SamplingParams::default()
+        };
         let uniform = params.uniform(1000, 64);
         assert_eq!(uniform.top_k, MAX_CANDIDATES);
         assert_eq!(uniform.min_p_log, 0.1f32.ln());
@@ -136,7 +165,11 @@ mod tests {
             let uniform = SamplingParams { repetition_penalty: penalty, ..params.clone() }.uniform(1000, 64);
             assert_eq!((uniform.penalty, uniform.repeat_last_n), (1.0, 0), "penalty {penalty} is off");
         }
-        assert_eq!(SamplingParams::greedy().uniform(1000, 64).temperature, 1.0, "no division by a zero temperature");
+        assert_eq!(
+            SamplingParams::greedy().uniform(1000, 64).temperature,
+            1.0,
+            "no division by a zero temperature"
+        );
     }
 
     #[test]

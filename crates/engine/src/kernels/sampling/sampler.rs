@@ -131,12 +131,22 @@ fn tops_per_slice(slices: u32) -> u32 {
 impl GpuSampler {
     /// A sampler for `vocab_size` logits. `history_capacity` sizes both the penalty history
     /// (so it caps `repeat_last_n`) and the sampled-token ring.
-    pub fn new(ctx: &GpuContext, vocab_size: u32, stop_token_ids: &[u32], history_capacity: u32) -> Result<Self, KernelError> {
+    pub fn new(
+        ctx: &GpuContext,
+        vocab_size: u32,
+        stop_token_ids: &[u32],
+        history_capacity: u32,
+    ) -> Result<Self, KernelError> {
         if vocab_size == 0 || u64::from(vocab_size) * 4 > ctx.caps.max_storage_binding {
-            return Err(invalid(format!("vocabulary of {vocab_size} tokens: must be 1 to {} (the storage binding limit)", ctx.caps.max_storage_binding / 4)));
+            return Err(invalid(format!(
+                "vocabulary of {vocab_size} tokens: must be 1 to {} (the storage binding limit)",
+                ctx.caps.max_storage_binding / 4
+            )));
         }
         if history_capacity == 0 || history_capacity > MAX_HISTORY_CAPACITY {
-            return Err(invalid(format!("history capacity {history_capacity}: must be 1 to {MAX_HISTORY_CAPACITY}")));
+            return Err(invalid(format!(
+                "history capacity {history_capacity}: must be 1 to {MAX_HISTORY_CAPACITY}"
+            )));
         }
         if stop_token_ids.len() > MAX_STOP_TOKENS {
             return Err(invalid(format!("{} stop tokens: at most {MAX_STOP_TOKENS}", stop_token_ids.len())));
@@ -158,10 +168,16 @@ impl GpuSampler {
             stop_tokens: ctx.storage_buffer("stop tokens", bytemuck::cast_slice(stop_tokens)),
             partials: ctx.zeroed_storage("sampling partials", u64::from(slices) * 16),
             tops: ctx.zeroed_storage("sampling tops", u64::from(slices) * u64::from(tops_per_slice) * 4),
-            candidates: [CandidateLists::new(ctx, "sampling candidates a", slices), CandidateLists::new(ctx, "sampling candidates b", slices)],
+            candidates: [
+                CandidateLists::new(ctx, "sampling candidates a", slices),
+                CandidateLists::new(ctx, "sampling candidates b", slices),
+            ],
             merges: merge_round_lists(slices)
                 .into_iter()
-                .map(|lists| MergeStep { lists, uniform: ctx.uniform_buffer("sampling merge round", &MergeRound { lists, _pad: [0; 3] }) })
+                .map(|lists| MergeStep {
+                    lists,
+                    uniform: ctx.uniform_buffer("sampling merge round", &MergeRound { lists, _pad: [0; 3] }),
+                })
                 .collect(),
             kept: ctx.zeroed_storage("kept candidates", u64::from(MAX_CANDIDATES) * 8),
             candidate_kernels: Arc::new(AtomicBool::new(initial.mode == SamplingMode::Candidates as u32)),
@@ -177,7 +193,11 @@ impl GpuSampler {
     }
 
     fn defines(ctx: &GpuContext) -> Vec<Define> {
-        let mut defines = vec![Define::u32("WG", WORKGROUP_SIZE), Define::u32("SLICE", SLICE), Define::u32("CANDIDATES", MAX_CANDIDATES)];
+        let mut defines = vec![
+            Define::u32("WG", WORKGROUP_SIZE),
+            Define::u32("SLICE", SLICE),
+            Define::u32("CANDIDATES", MAX_CANDIDATES),
+        ];
         if ctx.caps.subgroups {
             defines.push(Define::flag("SUBGROUPS"));
         }
@@ -188,16 +208,36 @@ impl GpuSampler {
     /// into one token id, then the "finish step" kernel: the token goes to `next_tokens[0]`
     /// (the next step's input), the sampled-token ring and the penalty history; a stop token
     /// sets `step.stopped`; the step advances (`pos += n_tokens; n_tokens = 1; generated += 1`).
-    pub fn record(&self, ctx: &GpuContext, ops: &mut OpList, logits: &wgpu::Buffer, logits_offset: u32, next_tokens: &wgpu::Buffer, step: &wgpu::Buffer) -> Result<(), KernelError> {
+    pub fn record(
+        &self,
+        ctx: &GpuContext,
+        ops: &mut OpList,
+        logits: &wgpu::Buffer,
+        logits_offset: u32,
+        next_tokens: &wgpu::Buffer,
+        step: &wgpu::Buffer,
+    ) -> Result<(), KernelError> {
         let logits_end = (u64::from(logits_offset) + u64::from(self.vocab_size)) * 4;
         if logits.size() < logits_end {
-            return Err(invalid(format!("logits buffer of {} bytes ends before the {} logits at offset {logits_offset}", logits.size(), self.vocab_size)));
+            return Err(invalid(format!(
+                "logits buffer of {} bytes ends before the {} logits at offset {logits_offset}",
+                logits.size(),
+                self.vocab_size
+            )));
         }
         if logits.size() > ctx.caps.max_storage_binding {
-            return Err(invalid(format!("logits buffer of {} bytes exceeds the storage binding limit {}", logits.size(), ctx.caps.max_storage_binding)));
+            return Err(invalid(format!(
+                "logits buffer of {} bytes exceeds the storage binding limit {}",
+                logits.size(),
+                ctx.caps.max_storage_binding
+            )));
         }
         if next_tokens.size() < 4 || step.size() < 16 {
-            return Err(invalid(format!("next-token buffer of {} bytes (needs 4) or step buffer of {} bytes (needs 16)", next_tokens.size(), step.size())));
+            return Err(invalid(format!(
+                "next-token buffer of {} bytes (needs 4) or step buffer of {} bytes (needs 16)",
+                next_tokens.size(),
+                step.size()
+            )));
         }
         let layout = ctx.uniform_buffer(
             "sampler layout",
@@ -214,17 +254,41 @@ impl GpuSampler {
         let defines = Self::defines(ctx);
         let per_slice = || Workgroups::Fixed(grid(self.slices, ctx.caps.max_workgroups_per_dimension));
         let one = || Workgroups::Fixed([1, 1, 1]);
-        let dispatch = |label: &str, shader: &str, buffers: &[&wgpu::Buffer], workgroups: Workgroups| make_dispatch(ctx, label, shader, "main", &defines, buffers, workgroups);
+        let dispatch = |label: &str, shader: &str, buffers: &[&wgpu::Buffer], workgroups: Workgroups| {
+            make_dispatch(ctx, label, shader, "main", &defines, buffers, workgroups)
+        };
 
-        ops.push(dispatch("sampling slices", "sampling_slices.wgsl", &[logits, &self.history, &self.state, step, &self.partials, &self.tops, &self.params, &layout], per_slice())?);
+        ops.push(dispatch(
+            "sampling slices",
+            "sampling_slices.wgsl",
+            &[logits, &self.history, &self.state, step, &self.partials, &self.tops, &self.params, &layout],
+            per_slice(),
+        )?);
         let switch = &self.candidate_kernels;
-        ops.push(dispatch("sampling threshold", "sampling_threshold.wgsl", &[&self.tops, &self.state, &self.params, &layout], one())?.switched_by(switch));
+        ops.push(
+            dispatch(
+                "sampling threshold",
+                "sampling_threshold.wgsl",
+                &[&self.tops, &self.state, &self.params, &layout],
+                one(),
+            )?
+            .switched_by(switch),
+        );
         let first = &self.candidates[0];
         ops.push(
             dispatch(
                 "sampling candidates",
                 "sampling_candidates.wgsl",
-                &[logits, &self.history, &self.state, step, &first.entries, &first.lengths, &self.params, &layout],
+                &[
+                    logits,
+                    &self.history,
+                    &self.state,
+                    step,
+                    &first.entries,
+                    &first.lengths,
+                    &self.params,
+                    &layout,
+                ],
                 per_slice(),
             )?
             .switched_by(switch),
@@ -236,7 +300,14 @@ impl GpuSampler {
                 dispatch(
                     "sampling merge",
                     "sampling_merge.wgsl",
-                    &[&input.entries, &input.lengths, &output.entries, &output.lengths, &self.params, &merge.uniform],
+                    &[
+                        &input.entries,
+                        &input.lengths,
+                        &output.entries,
+                        &output.lengths,
+                        &self.params,
+                        &merge.uniform,
+                    ],
                     Workgroups::Fixed(grid(groups, ctx.caps.max_workgroups_per_dimension)),
                 )?
                 .switched_by(switch),
@@ -246,10 +317,26 @@ impl GpuSampler {
         ops.push(dispatch(
             "sampling select",
             "sampling_select.wgsl",
-            &[logits, &self.history, &self.state, step, &self.partials, &last.entries, &last.lengths, &self.kept, &self.params, &layout],
+            &[
+                logits,
+                &self.history,
+                &self.state,
+                step,
+                &self.partials,
+                &last.entries,
+                &last.lengths,
+                &self.kept,
+                &self.params,
+                &layout,
+            ],
             one(),
         )?);
-        ops.push(dispatch("sampling finish", "sampling_finish.wgsl", &[&self.state, &self.stop_tokens, step, next_tokens, &self.sampled, &self.history, &layout], one())?);
+        ops.push(dispatch(
+            "sampling finish",
+            "sampling_finish.wgsl",
+            &[&self.state, &self.stop_tokens, step, next_tokens, &self.sampled, &self.history, &layout],
+            one(),
+        )?);
         Ok(())
     }
 
@@ -286,7 +373,15 @@ impl GpuSampler {
             return Ok(Vec::new());
         }
         let kept = ctx.read_buffer(&self.kept, 0, u64::from(count) * 8)?;
-        Ok(kept.chunks_exact(8).map(|c| (u32::from_le_bytes(c[4..8].try_into().unwrap()), f32::from_le_bytes(c[0..4].try_into().unwrap()))).collect())
+        Ok(kept
+            .chunks_exact(8)
+            .map(|c| {
+                (
+                    u32::from_le_bytes(c[4..8].try_into().unwrap()),
+                    f32::from_le_bytes(c[0..4].try_into().unwrap()),
+                )
+            })
+            .collect())
     }
 }
 
