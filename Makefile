@@ -12,10 +12,23 @@ APP := target/release/doppler-app
 SEED_TOOL := target/release/examples/seed_conversation
 TAURI_DRIVER := $(CURDIR)/target/tools/bin/tauri-driver
 
-.PHONY: test test-engine e2e run chat build models test-models check-system app app-deps ui test-ui tauri-driver
+.PHONY: test lint cross-check test-engine e2e run chat build models test-models check-system app app-deps ui test-ui tauri-driver
 
-## Everything: the engine and CLI (on lavapipe where there is no GPU), then the app.
-test: test-engine test-ui e2e
+## Everything: style and lints, the other platforms type-checked, the engine and CLI (on
+## lavapipe where there is no GPU), then the app.
+test: lint cross-check test-engine test-ui e2e
+
+## One style and no lint warnings, across every crate and every test.
+lint: check-system app-deps
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+
+## The design card promises Metal and DX12: the engine and CLI type-check for macOS on Apple
+## silicon (Metal), the whole workspace for Windows (DX12; C parts through Debian's mingw-w64).
+cross-check:
+	rustup target add aarch64-apple-darwin x86_64-pc-windows-gnu
+	$(CARGO) check --release --target aarch64-apple-darwin -p doppler-engine -p doppler-cli
+	$(CARGO) check --release --target x86_64-pc-windows-gnu --workspace --all-targets
 
 ## Builds the desktop app and opens its window (it fetches the default model on first run).
 run: app

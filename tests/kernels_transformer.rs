@@ -12,7 +12,7 @@ use doppler_engine::{
             record_attention, record_decode_attention, record_decode_attention_with_qk_step, record_kv_store,
             AttentionLayer, KvCache,
         },
-        elementwise::{record_add, record_copy_last_row, record_gated_activation, Activation},
+        elementwise::{record_add, record_copy_last_row, record_gated_activation, Activation, GatePair},
         fused_norm::{record_residual_norm, ResidualRows},
         fused_qk::{record_qk_rope_store, QkNorms, QkStep, QkvRows},
         norm::{record_rms_norm, NormOutput},
@@ -437,8 +437,8 @@ fn gated_activations_add_and_last_row_match_reference() {
         let gate_buf = f32_buffer(&ctx, &gate);
         let up_buf = f32_buffer(&ctx, &up);
         let mut ops = OpList::new();
-        record_gated_activation(&ctx, &mut ops, "act", &gate_buf, &up_buf, &step, row_len, activation)
-            .unwrap();
+        let pair = GatePair { gate: &gate_buf, up: &up_buf, row_len };
+        record_gated_activation(&ctx, &mut ops, "act", pair, &step, activation).unwrap();
         run(&ctx, &ops, n_tokens);
         let expected: Vec<f64> = gate
             .iter()

