@@ -55,6 +55,12 @@ struct KvStoreParams {
     _pad: [u32; 2],
 }
 
+#[cfg(test)]
+#[test]
+fn kv_store_params_match_wgsl() {
+    super::wgsl_layout::assert_wgsl_layout!(KvStoreParams, "kv_store.wgsl", "Params", { row_len: u32, cache_len: u32 });
+}
+
 /// Records copying this step's `keys` and `values` ([n_tokens, n_kv_heads·head_dim]) into the cache.
 pub fn record_kv_store(
     ctx: &GpuContext,
@@ -95,6 +101,12 @@ struct AttentionParams {
     rot_dim: u32,
     max_positions: u32,
     eps: f32,
+}
+
+#[cfg(test)]
+#[test]
+fn attention_params_match_wgsl() {
+    super::wgsl_layout::assert_wgsl_layout!(AttentionParams, "attention.wgsl", "Params", { n_heads: u32, n_kv_heads: u32, cache_len: u32, window: u32, scale: f32, rot_dim: u32, max_positions: u32, eps: f32 });
 }
 
 impl AttentionParams {

@@ -10,6 +10,12 @@ struct RowParams {
     _pad: [u32; 3],
 }
 
+#[cfg(test)]
+#[test]
+fn row_params_match_wgsl() {
+    super::wgsl_layout::assert_wgsl_layout!(RowParams, "elementwise.wgsl", "Params", { row_len: u32 });
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct SliceParams {
@@ -17,6 +23,12 @@ struct SliceParams {
     slices: u32,
     slice_stride: u32,
     _pad: u32,
+}
+
+#[cfg(test)]
+#[test]
+fn slice_params_match_wgsl() {
+    super::wgsl_layout::assert_wgsl_layout!(SliceParams, "elementwise.wgsl", "Params", { row_len: u32, slices: u32, slice_stride: u32 });
 }
 
 /// The activation of a gated feed-forward block.

@@ -25,6 +25,12 @@ struct EmbeddingParams {
     scale: f32,
 }
 
+#[cfg(test)]
+#[test]
+fn embedding_params_match_wgsl() {
+    super::wgsl_layout::assert_wgsl_layout!(EmbeddingParams, "embedding.wgsl", "Params", { row_len: u32, row_bytes: u32, first_row: u32, rows: u32, total_rows: u32, last_chunk: u32, max_tokens: u32, scale: f32 });
+}
+
 /// Writes `scale · table[tokens[t]]` (dequantized) to row t of `output` `[n, row_len]` for
 /// `t < step.n_tokens` (clamped to `max_tokens`). Ids past the end of the table give zeros.
 /// Gemma scales by sqrt(hidden).

@@ -21,6 +21,12 @@ struct ResidualNormParams {
     _pad: [u32; 2],
 }
 
+#[cfg(test)]
+#[test]
+fn residual_norm_params_match_wgsl() {
+    super::wgsl_layout::assert_wgsl_layout!(ResidualNormParams, "fused_residual_norm.wgsl", "Params", { dim_vec4s: u32, eps: f32 });
+}
+
 /// The buffers of a residual step, all [n_tokens, dim].
 pub struct ResidualRows<'a> {
     /// The block's output.

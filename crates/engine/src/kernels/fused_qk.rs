@@ -21,6 +21,12 @@ struct QkParams {
     _pad: [u32; 2],
 }
 
+#[cfg(test)]
+#[test]
+fn qk_params_match_wgsl() {
+    super::wgsl_layout::assert_wgsl_layout!(QkParams, "fused_qk_rope_store.wgsl", "Params", { n_heads: u32, n_kv_heads: u32, rot_dim: u32, max_positions: u32, cache_len: u32, eps: f32 });
+}
+
 /// Per-head RMSNorm weights of q and k (Gemma 3) and their epsilon.
 #[derive(Clone, Copy)]
 pub struct QkNorms<'a> {

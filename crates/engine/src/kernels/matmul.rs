@@ -180,6 +180,12 @@ struct MatvecParams {
     eps: f32,
 }
 
+#[cfg(test)]
+#[test]
+fn matvec_params_match_wgsl() {
+    super::wgsl_layout::assert_wgsl_layout!(MatvecParams, "matmul_vector.wgsl", "Params", { rows: u32, blocks_per_row: u32, row_bytes: u32, input_offset: u32, output_offset: u32, second: u32, third: u32, eps: f32 });
+}
+
 impl MatvecParams {
     /// `rows` rows of `w`, x and y from element 0, one part.
     fn new(w: &GpuMatrix, rows: u32) -> Self {
@@ -507,6 +513,12 @@ struct MatmulParams {
     split_len: u32,
     split_stride: u32,
     _pad: u32,
+}
+
+#[cfg(test)]
+#[test]
+fn matmul_params_match_wgsl() {
+    super::wgsl_layout::assert_wgsl_layout!(MatmulParams, "matmul_tiled.wgsl", "Params", { rows: u32, row_len: u32, row_bytes: u32, out_stride: u32, first_row: u32, row_tiles: u32, max_tokens: u32, weight_row0: u32, splits: u32, split_len: u32, split_stride: u32 });
 }
 
 /// The defines of matmul_tiled.wgsl for one weight type and tile.

@@ -12,6 +12,8 @@ pub mod matmul;
 pub mod norm;
 pub mod rope;
 pub mod sampling;
+#[cfg(test)]
+mod wgsl_layout;
 
 /// Why a kernel could not be recorded.
 #[derive(Debug, thiserror::Error)]

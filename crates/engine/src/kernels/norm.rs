@@ -12,6 +12,12 @@ struct RmsNormParams {
     _pad: u32,
 }
 
+#[cfg(test)]
+#[test]
+fn rms_norm_params_match_wgsl() {
+    super::wgsl_layout::assert_wgsl_layout!(RmsNormParams, "rmsnorm.wgsl", "Params", { dim: u32, rows_per_token: u32, eps: f32 });
+}
+
 /// Where an RMSNorm's result goes.
 #[derive(Clone, Copy)]
 pub enum NormOutput<'a> {

@@ -21,6 +21,12 @@ struct RopeParams {
     max_positions: u32,
 }
 
+#[cfg(test)]
+#[test]
+fn rope_params_match_wgsl() {
+    super::wgsl_layout::assert_wgsl_layout!(RopeParams, "rope.wgsl", "Params", { n_heads: u32, head_dim: u32, rot_dim: u32, max_positions: u32 });
+}
+
 /// (cos θ, sin θ) for every position below `max_positions` and every pair, θ = (p / linear_scale)·base^(-2i/rot_dim),
 /// with the frequencies built by repeated f32 multiplication as llama.cpp does.
 pub fn rope_table(theta_base: f32, rot_dim: u32, max_positions: u32, linear_scale: f32) -> Vec<[f32; 2]> {

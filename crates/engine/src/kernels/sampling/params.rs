@@ -71,6 +71,12 @@ pub(super) struct SamplingUniform {
     pub _pad: [u32; 3],
 }
 
+#[cfg(test)]
+#[test]
+fn sampling_uniform_match_wgsl() {
+    crate::kernels::wgsl_layout::assert_wgsl_layout!(SamplingUniform, "sampling_common.wgsl", "SamplingUniform", { mode: u32, top_k: u32, top_p: f32, min_p_log: f32, temperature: f32, penalty: f32, repeat_last_n: u32, seed_lo: u32, seed_hi: u32 });
+}
+
 impl SamplingParams {
     pub fn greedy() -> Self {
         Self::default()

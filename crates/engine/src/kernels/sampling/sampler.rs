@@ -39,12 +39,24 @@ struct SamplerLayout {
     _pad: [u32; 2],
 }
 
+#[cfg(test)]
+#[test]
+fn sampler_layout_match_wgsl() {
+    crate::kernels::wgsl_layout::assert_wgsl_layout!(SamplerLayout, "sampling_common.wgsl", "SamplerLayout", { vocab: u32, logits_offset: u32, history_capacity: u32, stop_count: u32, slices: u32, tops_per_slice: u32 });
+}
+
 /// `MergeRound` of sampling_merge.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct MergeRound {
     lists: u32,
     _pad: [u32; 3],
+}
+
+#[cfg(test)]
+#[test]
+fn merge_round_match_wgsl() {
+    crate::kernels::wgsl_layout::assert_wgsl_layout!(MergeRound, "sampling_merge.wgsl", "MergeRound", { lists: u32 });
 }
 
 /// Byte offsets of `SamplerState` (sampling_common.wgsl) fields.
