@@ -12,11 +12,13 @@ use doppler_engine::{
             record_attention, record_decode_attention, record_decode_attention_with_qk_step, record_kv_store,
             AttentionLayer, KvCache,
         },
-        elementwise::{record_add, record_copy_last_row, record_gated_activation, Activation, GatePair},
+        elementwise::{
+            record_add, record_add_row, record_copy_last_row, record_gated_activation, Activation, GatePair,
+        },
         fused_norm::{record_residual_norm, ResidualRows},
         fused_qk::{record_qk_rope_store, QkNorms, QkStep, QkvRows},
         norm::{record_rms_norm, NormOutput},
-        rope::{record_rope, rope_table, RopeStyle, RopeTable},
+        rope::{record_rope, rope_table, RopeFrequencies, RopeStyle, RopeTable},
     },
 };
 use half::f16;
@@ -122,7 +124,7 @@ fn rms_norm_matches_reference_in_all_output_modes() {
 
 #[test]
 fn rope_table_matches_exact_angles() {
-    let table = rope_table(10_000.0, 64, 300, 1.0);
+    let table = rope_table(&RopeFrequencies::plain(10_000.0), 64, 300);
     for (pos, pair) in [(0usize, 0usize), (1, 5), (299, 0), (299, 31), (123, 17)] {
         let theta = pos as f64 * 10_000f64.powf(-2.0 * pair as f64 / 64.0);
         let [c, s] = table[pos * 32 + pair];
@@ -132,7 +134,8 @@ fn rope_table_matches_exact_angles() {
             "pos {pos} pair {pair}"
         );
     }
-    let scaled = rope_table(10_000.0, 64, 20, 8.0);
+    let scaled =
+        rope_table(&RopeFrequencies { linear_scale: 8.0, ..RopeFrequencies::plain(10_000.0) }, 64, 20);
     let theta = 16.0f64 / 8.0;
     assert!((scaled[16 * 32][0] as f64 - theta.cos()).abs() < 1e-5, "linear scaling divides positions");
 }
@@ -144,8 +147,8 @@ fn rope_rotates_both_pair_styles() {
     let count = (n_heads * head_dim * n_tokens) as usize;
     let x = values(count, 4);
     let max_positions = 64;
-    let table = rope_table(500.0, head_dim, max_positions, 1.0);
-    let gpu_table = RopeTable::new(&ctx, 500.0, head_dim, max_positions, 1.0);
+    let table = rope_table(&RopeFrequencies::plain(500.0), head_dim, max_positions);
+    let gpu_table = RopeTable::new(&ctx, &RopeFrequencies::plain(500.0), head_dim, max_positions);
     for style in [RopeStyle::Interleaved, RopeStyle::Neox] {
         let buf = f32_buffer(&ctx, &x);
         let step = step_buffer(&ctx, pos, n_tokens);
@@ -170,6 +173,68 @@ fn rope_rotates_both_pair_styles() {
         }
         assert_close(&format!("rope {style:?}"), &ctx.read_f32(&buf, count).unwrap(), &expected, 1e-6, 1e-6);
     }
+}
+
+/// Llama 3.1's `rope_freqs` and Phi 3's LongRoPE factors divide each pair's frequency, and
+/// LongRoPE's attention factor multiplies cos and sin: checked on the GPU against angles made
+/// in f64 from scratch.
+#[test]
+fn rope_applies_frequency_divisors_and_attention_factor() {
+    let ctx = gpu(GpuOptions::default());
+    let (n_heads, head_dim, rot_dim, n_tokens, pos) = (2u32, 24u32, 16u32, 3u32, 1500u32);
+    let pairs = rot_dim as usize / 2;
+    let divisors: Vec<f32> = (0..pairs).map(|i| 1.0 + 3.5 * i as f32 / pairs as f32).collect();
+    let rope = RopeFrequencies {
+        theta_base: 10_000.0,
+        linear_scale: 1.0,
+        divisors: Some(divisors.clone()),
+        attention_factor: 1.19,
+    };
+    let gpu_table = RopeTable::new(&ctx, &rope, rot_dim, 2048);
+    let count = (n_heads * head_dim * n_tokens) as usize;
+    let x = values(count, 21);
+    for style in [RopeStyle::Interleaved, RopeStyle::Neox] {
+        let buf = f32_buffer(&ctx, &x);
+        let mut ops = OpList::new();
+        let step = step_buffer(&ctx, pos, n_tokens);
+        record_rope(&ctx, &mut ops, "rope", &buf, &gpu_table, &step, style, n_heads, head_dim).unwrap();
+        run(&ctx, &ops, n_tokens);
+        let mut expected: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        for row in 0..(n_heads * n_tokens) as usize {
+            let p = (pos as usize + row / n_heads as usize) as f64;
+            let base = row * head_dim as usize;
+            for (i, &divisor) in divisors.iter().enumerate() {
+                let frequency = 10_000f64.powf(-2.0 * i as f64 / rot_dim as f64) / divisor as f64;
+                let (c, s) = ((p * frequency).cos() * 1.19, (p * frequency).sin() * 1.19);
+                let (a, b) = match style {
+                    RopeStyle::Interleaved => (base + 2 * i, base + 2 * i + 1),
+                    RopeStyle::Neox => (base + i, base + i + pairs),
+                };
+                let (x0, x1) = (x[a] as f64, x[b] as f64);
+                expected[a] = x0 * c - x1 * s;
+                expected[b] = x0 * s + x1 * c;
+            }
+        }
+        // f32 angles near 1,500 rad are good to ~1e-4.
+        assert_close(&format!("rope {style:?}"), &ctx.read_f32(&buf, count).unwrap(), &expected, 5e-4, 1e-4);
+    }
+}
+
+/// The q/k/v biases (Qwen 2): one row added to every token's row.
+#[test]
+fn add_row_adds_a_bias_to_every_token() {
+    let ctx = gpu(GpuOptions::default());
+    let (row_len, n_tokens) = (300u32, 4u32);
+    let x = values((row_len * n_tokens) as usize, 31);
+    let bias = values(row_len as usize, 32);
+    let (buf, bias_buf) = (f32_buffer(&ctx, &x), f32_buffer(&ctx, &bias));
+    let step = step_buffer(&ctx, 0, n_tokens);
+    let mut ops = OpList::new();
+    record_add_row(&ctx, &mut ops, "bias", &buf, &bias_buf, &step, row_len).unwrap();
+    run(&ctx, &ops, n_tokens);
+    let expected: Vec<f64> =
+        x.iter().enumerate().map(|(i, &v)| v as f64 + bias[i % row_len as usize] as f64).collect();
+    assert_close("add_row", &ctx.read_f32(&buf, x.len()).unwrap(), &expected, 1e-6, 1e-6);
 }
 
 struct AttentionCase {
@@ -528,8 +593,8 @@ fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
     let q_norm = values(hd, 33);
     let k_norm = values(hd, 34);
     let max_positions = 64;
-    let table = rope_table(10_000.0, case.rot_dim, max_positions, 1.0);
-    let gpu_table = RopeTable::new(ctx, 10_000.0, case.rot_dim, max_positions, 1.0);
+    let table = rope_table(&RopeFrequencies::plain(10_000.0), case.rot_dim, max_positions);
+    let gpu_table = RopeTable::new(ctx, &RopeFrequencies::plain(10_000.0), case.rot_dim, max_positions);
     let cache = KvCache::new(ctx, "test", case.cache_len, case.n_kv_heads, case.head_dim);
     let (q_buf, k_buf, v_buf) = (f32_buffer(ctx, &q), f32_buffer(ctx, &k), f32_buffer(ctx, &v));
     let (qn_buf, kn_buf) = (f32_buffer(ctx, &q_norm), f32_buffer(ctx, &k_norm));
@@ -678,7 +743,7 @@ fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
     let k: Vec<f32> = values(kv_dim, 43).iter().map(|v| v * 3.0).collect();
     let v = values(kv_dim, 44);
     let (q_norm, k_norm) = (values(hd, 45), values(hd, 46));
-    let table = RopeTable::new(ctx, 10_000.0, case.rot_dim, 4096, 1.0);
+    let table = RopeTable::new(ctx, &RopeFrequencies::plain(10_000.0), case.rot_dim, 4096);
     let (qn_buf, kn_buf) = (f32_buffer(ctx, &q_norm), f32_buffer(ctx, &k_norm));
     let norms = case.norm.then_some(QkNorms { q: &qn_buf, k: &kn_buf, eps: 1e-6 });
     let scale = 1.0 / (case.head_dim as f32).sqrt();

@@ -8,15 +8,14 @@ use serde::Serialize;
 
 use crate::{
     gguf::{GgmlType, GgufError, GgufFile, GgufWriteError, GgufWriter, MetadataValue, StringArray},
+    model::Llama3Scaling,
     quant::random_quantized,
 };
 
 #[derive(Debug, thiserror::Error)]
 pub enum SynthError {
-    #[error(
-        "unknown synthetic shape '{arch} {size}' (gemma3: 270m, 1b, 4b; llama: llama3.2-1b, qwen2.5-1.5b)"
-    )]
-    UnknownShape { arch: String, size: String },
+    #[error("unknown synthetic shape '{arch} {size}' (known: {known})")]
+    UnknownShape { arch: String, size: String, known: String },
     #[error("tokenizer donor: {0}")]
     Donor(#[from] GgufError),
     #[error("tokenizer donor has no tokenizer.ggml.tokens")]
@@ -25,6 +24,25 @@ pub enum SynthError {
     DonorVocabTooLarge { donor: usize, shape: u32 },
     #[error(transparent)]
     Write(#[from] GgufWriteError),
+}
+
+/// RoPE scaling a synthetic model carries, as its architecture's GGUF stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub enum SynthRope {
+    Plain,
+    /// Gemma 3 4B+: positions of global layers divided by `factor`.
+    Linear {
+        factor: f32,
+    },
+    /// Llama 3.1/3.2: a `rope_freqs.weight` tensor of per-pair frequency divisors.
+    Llama3 {
+        factor: f32,
+        original_context: u32,
+    },
+    /// Phi 3.5: `rope_factors_short/long.weight` and the original context.
+    LongRope {
+        original_context: u32,
+    },
 }
 
 /// The dimensions of a synthetic model.
@@ -39,50 +57,146 @@ pub struct SynthShape {
     pub kv_heads: u32,
     pub head_dim: u32,
     pub vocab: u32,
+    pub context: u32,
     pub sliding_window: u32,
     pub rope_theta: f32,
+    pub rope: SynthRope,
+    /// Whether the LM head is the token embedding.
+    pub tied: bool,
 }
+
+/// Every named shape: (architecture, size).
+pub const SHAPES: [(&str, &str); 16] = [
+    ("gemma3", "270m"),
+    ("gemma3", "1b"),
+    ("gemma3", "4b"),
+    ("gemma3", "12b"),
+    ("gemma3", "27b"),
+    ("llama", "smollm2-135m"),
+    ("llama", "llama3.2-1b"),
+    ("llama", "llama3.2-3b"),
+    ("llama", "llama3.1-8b"),
+    ("llama", "mistral-7b"),
+    ("qwen2", "qwen2.5-1.5b"),
+    ("qwen2", "qwen2.5-7b"),
+    ("qwen3", "qwen3-4b"),
+    ("phi3", "phi3.5-mini"),
+    // Before qwen2 had its own architecture these were llama shapes; the names still work.
+    ("llama", "1b"),
+    ("llama", "qwen2.5-1.5b"),
+];
 
 impl SynthShape {
     pub fn named(arch: &str, size: &str) -> Result<SynthShape, SynthError> {
-        let gemma = |label, hidden, layers, ffn, heads, kv_heads, window| SynthShape {
-            arch: "gemma3",
-            label,
-            hidden,
-            layers,
-            ffn,
-            heads,
-            kv_heads,
-            head_dim: 256,
-            vocab: 262_144,
+        let shape =
+            |arch, label, [hidden, layers, ffn, heads, kv_heads, head_dim, vocab, context]: [u32; 8]| {
+                SynthShape {
+                    arch,
+                    label,
+                    hidden,
+                    layers,
+                    ffn,
+                    heads,
+                    kv_heads,
+                    head_dim,
+                    vocab,
+                    context,
+                    sliding_window: 0,
+                    rope_theta: 10_000.0,
+                    rope: SynthRope::Plain,
+                    tied: false,
+                }
+            };
+        let gemma = |label, dims: [u32; 5], window, rope| SynthShape {
             sliding_window: window,
             rope_theta: 1_000_000.0,
+            rope,
+            tied: true,
+            ..shape("gemma3", label, [dims[0], dims[1], dims[2], dims[3], dims[4], 256, 262_144, 131_072])
         };
-        let llama = |label, hidden, layers, ffn, heads, kv_heads, head_dim, vocab, rope_theta| SynthShape {
-            arch: "llama",
-            label,
-            hidden,
-            layers,
-            ffn,
-            heads,
-            kv_heads,
-            head_dim,
-            vocab,
-            sliding_window: 0,
-            rope_theta,
-        };
+        let linear = SynthRope::Linear { factor: 8.0 };
+        let llama3 = |factor| SynthRope::Llama3 { factor, original_context: 8192 };
         Ok(match (arch, size.to_ascii_lowercase().as_str()) {
-            ("gemma3", "270m") => gemma("270M", 640, 18, 2048, 4, 1, 512),
-            ("gemma3", "1b") => gemma("1B", 1152, 26, 6912, 4, 1, 512),
-            ("gemma3", "4b") => gemma("4B", 2560, 34, 10240, 8, 4, 1024),
-            ("llama", "llama3.2-1b" | "1b") => {
-                llama("Llama-3.2-1B", 2048, 16, 8192, 32, 8, 64, 128_256, 500_000.0)
+            ("gemma3", "270m") => {
+                SynthShape { context: 32_768, ..gemma("270M", [640, 18, 2048, 4, 1], 512, SynthRope::Plain) }
             }
-            ("llama", "qwen2.5-1.5b" | "1.5b") => {
-                llama("Qwen2.5-1.5B", 1536, 28, 8960, 12, 2, 128, 151_936, 1_000_000.0)
+            ("gemma3", "1b") => {
+                SynthShape { context: 32_768, ..gemma("1B", [1152, 26, 6912, 4, 1], 512, SynthRope::Plain) }
             }
-            _ => return Err(SynthError::UnknownShape { arch: arch.to_string(), size: size.to_string() }),
+            ("gemma3", "4b") => gemma("4B", [2560, 34, 10240, 8, 4], 1024, linear),
+            ("gemma3", "12b") => gemma("12B", [3840, 48, 15360, 16, 8], 1024, linear),
+            ("gemma3", "27b") => {
+                SynthShape { head_dim: 128, ..gemma("27B", [5376, 62, 21504, 32, 16], 1024, linear) }
+            }
+            ("llama", "smollm2-135m") => SynthShape {
+                rope_theta: 100_000.0,
+                tied: true,
+                ..shape("llama", "SmolLM2-135M", [576, 30, 1536, 9, 3, 64, 49_152, 8192])
+            },
+            ("llama", "llama3.2-1b" | "1b") => SynthShape {
+                rope_theta: 500_000.0,
+                rope: llama3(32.0),
+                tied: true,
+                ..shape("llama", "Llama-3.2-1B", [2048, 16, 8192, 32, 8, 64, 128_256, 131_072])
+            },
+            ("llama", "llama3.2-3b") => SynthShape {
+                rope_theta: 500_000.0,
+                rope: llama3(32.0),
+                tied: true,
+                ..shape("llama", "Llama-3.2-3B", [3072, 28, 8192, 24, 8, 128, 128_256, 131_072])
+            },
+            ("llama", "llama3.1-8b") => SynthShape {
+                rope_theta: 500_000.0,
+                rope: llama3(8.0),
+                ..shape("llama", "Llama-3.1-8B", [4096, 32, 14_336, 32, 8, 128, 128_256, 131_072])
+            },
+            ("llama", "mistral-7b") => SynthShape {
+                rope_theta: 1_000_000.0,
+                ..shape("llama", "Mistral-7B-v0.3", [4096, 32, 14_336, 32, 8, 128, 32_768, 32_768])
+            },
+            ("qwen2" | "llama", "qwen2.5-1.5b") => SynthShape {
+                rope_theta: 1_000_000.0,
+                tied: true,
+                ..shape("qwen2", "Qwen2.5-1.5B", [1536, 28, 8960, 12, 2, 128, 151_936, 32_768])
+            },
+            ("qwen2", "qwen2.5-7b") => SynthShape {
+                rope_theta: 1_000_000.0,
+                ..shape("qwen2", "Qwen2.5-7B", [3584, 28, 18_944, 28, 4, 128, 152_064, 32_768])
+            },
+            ("qwen3", "qwen3-4b") => SynthShape {
+                rope_theta: 1_000_000.0,
+                tied: true,
+                ..shape("qwen3", "Qwen3-4B", [2560, 36, 9728, 32, 8, 128, 151_936, 40_960])
+            },
+            ("phi3", "phi3.5-mini") => SynthShape {
+                rope: SynthRope::LongRope { original_context: 4096 },
+                ..shape("phi3", "Phi-3.5-mini", [3072, 32, 8192, 32, 32, 96, 32_064, 131_072])
+            },
+            _ => {
+                let known = SHAPES.iter().map(|(arch, size)| format!("{arch} {size}")).collect::<Vec<_>>();
+                return Err(SynthError::UnknownShape {
+                    arch: arch.to_string(),
+                    size: size.to_string(),
+                    known: known.join(", "),
+                });
+            }
         })
+    }
+
+    /// The same architecture and features in a model small enough for a test: two layers,
+    /// hidden 256, four query heads (kv heads in the shape's ratio), the head dimension kept.
+    pub fn tiny(&self, vocab: u32) -> SynthShape {
+        let group = (self.heads / self.kv_heads).clamp(1, 4);
+        SynthShape {
+            hidden: 256,
+            layers: 2,
+            ffn: 512,
+            heads: 4,
+            kv_heads: 4 / group,
+            vocab,
+            sliding_window: self.sliding_window.min(16),
+            ..self.clone()
+        }
     }
 }
 
@@ -129,7 +243,7 @@ pub fn write_synthetic(
     )?;
     writer.add_metadata("general.file_type", MetadataValue::U32(15))?;
     writer.add_metadata("general.quantization_version", MetadataValue::U32(2))?;
-    writer.add_metadata(key("context_length"), MetadataValue::U32(32_768))?;
+    writer.add_metadata(key("context_length"), MetadataValue::U32(shape.context))?;
     writer.add_metadata(key("embedding_length"), MetadataValue::U32(shape.hidden))?;
     writer.add_metadata(key("block_count"), MetadataValue::U32(shape.layers))?;
     writer.add_metadata(key("feed_forward_length"), MetadataValue::U32(shape.ffn))?;
@@ -144,6 +258,22 @@ pub fn write_synthetic(
     } else {
         writer.add_metadata(key("rope.dimension_count"), MetadataValue::U32(shape.head_dim))?;
         writer.add_metadata(key("vocab_size"), MetadataValue::U32(shape.vocab))?;
+    }
+    match shape.rope {
+        SynthRope::Plain | SynthRope::Llama3 { .. } => {}
+        SynthRope::Linear { factor } => {
+            writer.add_metadata(key("rope.scaling.type"), MetadataValue::String("linear".into()))?;
+            writer.add_metadata(key("rope.scaling.factor"), MetadataValue::F32(factor))?;
+        }
+        SynthRope::LongRope { original_context } => {
+            writer.add_metadata(
+                key("rope.scaling.original_context_length"),
+                MetadataValue::U32(original_context),
+            )?;
+            let scale = f64::from(shape.context) / f64::from(original_context);
+            let factor = (1.0 + scale.ln() / f64::from(original_context).ln()).sqrt();
+            writer.add_metadata(key("rope.scaling.attn_factor"), MetadataValue::F32(factor as f32))?;
+        }
     }
     copy_tokenizer(donor, shape.vocab, &mut writer)?;
 
@@ -178,18 +308,50 @@ pub fn write_synthetic(
         })?;
         Ok(())
     };
-    let norm = |writer: &mut GgufWriter, name: String, len: u64| -> Result<(), SynthError> {
-        let ones: Vec<u8> = (0..len).flat_map(|_| 1.0f32.to_le_bytes()).collect();
-        writer.add_tensor(name, &[len], GgmlType::F32, ones)?;
+    let vector = |writer: &mut GgufWriter, name: String, values: Vec<f32>| -> Result<(), SynthError> {
+        let len = values.len() as u64;
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        writer.add_tensor(name, &[len], GgmlType::F32, bytes)?;
         Ok(())
+    };
+    let ones = |len: u64| vec![1.0f32; len as usize];
+    // Small deterministic values, for biases.
+    let small = |len: u64, salt: u64| -> Vec<f32> {
+        (0..len)
+            .map(|i| ((i.wrapping_mul(2_654_435_761).wrapping_add(salt) % 1000) as f32 / 1000.0 - 0.5) * 0.1)
+            .collect()
     };
 
     let gemma = arch == "gemma3";
+    let pairs = u64::from(shape.head_dim / 2);
+    match shape.rope {
+        SynthRope::Llama3 { factor, original_context } => {
+            let scaling =
+                Llama3Scaling { factor, low_freq_factor: 1.0, high_freq_factor: 4.0, original_context };
+            let divisors = scaling
+                .divisors(shape.rope_theta, shape.head_dim)
+                .expect("the named llama3 shapes have valid scaling");
+            vector(&mut writer, "rope_freqs.weight".into(), divisors)?;
+        }
+        SynthRope::LongRope { .. } => {
+            // Phi-3.5's factors rise from ~1 at high frequencies; long ones far more.
+            let short = (0..pairs).map(|i| 1.0 + 0.2 * i as f32 / pairs as f32).collect();
+            let long = (0..pairs).map(|i| 1.0 + 40.0 * (i as f32 / pairs as f32).powi(2)).collect();
+            vector(&mut writer, "rope_factors_short.weight".into(), short)?;
+            vector(&mut writer, "rope_factors_long.weight".into(), long)?;
+        }
+        SynthRope::Plain | SynthRope::Linear { .. } => {}
+    }
     let embedding_type = if gemma { GgmlType::Q8_0 } else { q4_k_m_type(GgmlType::Q6_K, shape.hidden) };
     matrix(&mut writer, "token_embd.weight".into(), hidden, u64::from(shape.vocab), embedding_type)?;
-    norm(&mut writer, "output_norm.weight".into(), hidden)?;
+    if !shape.tied {
+        let ty = q4_k_m_type(GgmlType::Q6_K, shape.hidden);
+        matrix(&mut writer, "output.weight".into(), hidden, u64::from(shape.vocab), ty)?;
+    }
+    vector(&mut writer, "output_norm.weight".into(), ones(hidden))?;
     for layer in 0..shape.layers {
         let name = |suffix: &str| format!("blk.{layer}.{suffix}.weight");
+        let bias = |suffix: &str| format!("blk.{layer}.{suffix}.bias");
         let more_bits = use_more_bits(layer, shape.layers);
         let base = q4_k_m_type(GgmlType::Q4_K, shape.hidden);
         let v_type = if gemma {
@@ -200,20 +362,37 @@ pub fn write_synthetic(
             base
         };
         let down_type = q4_k_m_type(if more_bits { GgmlType::Q6_K } else { GgmlType::Q4_K }, shape.ffn);
-        norm(&mut writer, name("attn_norm"), hidden)?;
-        matrix(&mut writer, name("attn_q"), hidden, q_dim, base)?;
-        matrix(&mut writer, name("attn_k"), hidden, kv_dim, base)?;
-        matrix(&mut writer, name("attn_v"), hidden, kv_dim, v_type)?;
+        vector(&mut writer, name("attn_norm"), ones(hidden))?;
+        if arch == "phi3" {
+            // llama.cpp's Q4_K_M gives a fused attn_qkv Q5_K.
+            let ty = q4_k_m_type(GgmlType::Q5_K, shape.hidden);
+            matrix(&mut writer, name("attn_qkv"), hidden, q_dim + 2 * kv_dim, ty)?;
+        } else {
+            matrix(&mut writer, name("attn_q"), hidden, q_dim, base)?;
+            matrix(&mut writer, name("attn_k"), hidden, kv_dim, base)?;
+            matrix(&mut writer, name("attn_v"), hidden, kv_dim, v_type)?;
+        }
+        if arch == "qwen2" {
+            vector(&mut writer, bias("attn_q"), small(q_dim, 1))?;
+            vector(&mut writer, bias("attn_k"), small(kv_dim, 2))?;
+            vector(&mut writer, bias("attn_v"), small(kv_dim, 3))?;
+        }
+        if gemma || arch == "qwen3" {
+            vector(&mut writer, name("attn_q_norm"), ones(u64::from(shape.head_dim)))?;
+            vector(&mut writer, name("attn_k_norm"), ones(u64::from(shape.head_dim)))?;
+        }
         matrix(&mut writer, name("attn_output"), q_dim, hidden, q4_k_m_type(GgmlType::Q4_K, q_dim as u32))?;
-        norm(&mut writer, name("ffn_norm"), hidden)?;
-        matrix(&mut writer, name("ffn_gate"), hidden, ffn, base)?;
-        matrix(&mut writer, name("ffn_up"), hidden, ffn, base)?;
+        vector(&mut writer, name("ffn_norm"), ones(hidden))?;
+        if arch == "phi3" {
+            matrix(&mut writer, name("ffn_up"), hidden, 2 * ffn, base)?;
+        } else {
+            matrix(&mut writer, name("ffn_gate"), hidden, ffn, base)?;
+            matrix(&mut writer, name("ffn_up"), hidden, ffn, base)?;
+        }
         matrix(&mut writer, name("ffn_down"), ffn, hidden, down_type)?;
         if gemma {
-            norm(&mut writer, name("attn_q_norm"), u64::from(shape.head_dim))?;
-            norm(&mut writer, name("attn_k_norm"), u64::from(shape.head_dim))?;
-            norm(&mut writer, name("post_attention_norm"), hidden)?;
-            norm(&mut writer, name("post_ffw_norm"), hidden)?;
+            vector(&mut writer, name("post_attention_norm"), ones(hidden))?;
+            vector(&mut writer, name("post_ffw_norm"), ones(hidden))?;
         }
     }
     writer.write_file(out)?;
@@ -278,5 +457,8 @@ mod tests {
     fn unknown_shapes_are_refused() {
         assert!(matches!(SynthShape::named("gemma3", "7b"), Err(SynthError::UnknownShape { .. })));
         assert!(SynthShape::named("llama", "qwen2.5-1.5b").is_ok());
+        for (arch, size) in SHAPES {
+            assert!(SynthShape::named(arch, size).is_ok(), "{arch} {size}");
+        }
     }
 }

@@ -10,7 +10,7 @@ pub struct ModelArgs {
     /// A GGUF file, or the name of an installed model (see `doppler models list`).
     #[arg(long, short)]
     pub model: String,
-    /// Context length in tokens (default: the model's, capped at 4096).
+    /// Context length in tokens, the KV cache sized to it (default: the model's, capped at 8192).
     #[arg(long)]
     pub ctx: Option<u32>,
 }

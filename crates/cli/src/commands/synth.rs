@@ -10,16 +10,17 @@ use super::model_loading::resolve_model_path;
 
 #[derive(clap::Args)]
 pub struct SynthArgs {
-    /// gemma3 or llama.
+    /// gemma3, llama, qwen2, qwen3 or phi3.
     #[arg(long, default_value = "gemma3")]
     arch: String,
-    /// gemma3: 270m, 1b, 4b; llama: llama3.2-1b, qwen2.5-1.5b.
+    /// gemma3: 270m, 1b, 4b, 12b, 27b; llama: smollm2-135m, llama3.2-1b, llama3.2-3b, llama3.1-8b,
+    /// mistral-7b; qwen2: qwen2.5-1.5b, qwen2.5-7b; qwen3: qwen3-4b; phi3: phi3.5-mini.
     #[arg(long)]
     size: String,
     /// The GGUF file to write.
     #[arg(long)]
     out: PathBuf,
-    /// The model whose tokenizer the synthetic model gets (default: gemma-3-270m for gemma3, smollm2-135m-instruct for llama).
+    /// The model whose tokenizer the synthetic model gets (default: gemma-3-270m for gemma3, smollm2-135m-instruct for the others; its vocabulary is padded to the shape's).
     #[arg(long)]
     tokenizer_from: Option<String>,
     #[arg(long, default_value_t = 1)]

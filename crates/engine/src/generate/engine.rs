@@ -32,7 +32,8 @@ pub struct Engine {
 /// How to load a model.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
-    /// Tokens a session can hold; default: the model's training context, capped at 4096.
+    /// Tokens a session can hold (the KV cache is allocated for them); default: the model's
+    /// training context, capped at 8192.
     pub context_len: Option<u32>,
     /// Tokens per prefill step; default 128.
     pub max_batch: Option<u32>,
@@ -70,7 +71,7 @@ pub struct LoadedModel {
     pub(super) max_batch: u32,
 }
 
-const DEFAULT_CONTEXT_CAP: u32 = 4096;
+const DEFAULT_CONTEXT_CAP: u32 = 8192;
 const DEFAULT_MAX_BATCH: u32 = 128;
 
 impl Engine {

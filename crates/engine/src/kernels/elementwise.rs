@@ -97,6 +97,29 @@ pub fn record_add(
     Ok(())
 }
 
+/// Records `rows[t] += row` for every token t of [n_tokens, row_len]: a bias.
+pub fn record_add_row(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    rows: &wgpu::Buffer,
+    row: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    row_len: u32,
+) -> Result<(), KernelError> {
+    let params = ctx.uniform_buffer(label, &RowParams { row_len, _pad: [0; 3] });
+    ops.push(make_dispatch(
+        ctx,
+        label,
+        "elementwise.wgsl",
+        "add_row",
+        &base_defines(),
+        &[rows, row, step, &params],
+        threads_per_token(ctx, row_len),
+    )?);
+    Ok(())
+}
+
 /// Records copying the last token's row of `rows` [n_tokens, row_len] into `last`.
 pub fn record_copy_last_row(
     ctx: &GpuContext,

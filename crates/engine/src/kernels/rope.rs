@@ -1,4 +1,5 @@
 use bytemuck::{Pod, Zeroable};
+use serde::Serialize;
 
 use super::{base_defines, make_dispatch, threads_per_token, KernelError};
 use crate::gpu::{Define, GpuContext, OpList};
@@ -27,29 +28,57 @@ fn rope_params_match_wgsl() {
     super::wgsl_layout::assert_wgsl_layout!(RopeParams, "rope.wgsl", "Params", { n_heads: u32, head_dim: u32, rot_dim: u32, max_positions: u32 });
 }
 
-/// (cos θ, sin θ) for every position below `max_positions` and every pair, θ = (p / linear_scale)·base^(-2i/rot_dim),
-/// with the frequencies built by repeated f32 multiplication as llama.cpp does.
-pub fn rope_table(theta_base: f32, rot_dim: u32, max_positions: u32, linear_scale: f32) -> Vec<[f32; 2]> {
-    let frequency_scale = 1.0 / linear_scale;
-    let pairs = rot_dim / 2;
-    let step_scale = theta_base.powf(-2.0 / rot_dim as f32);
-    let mut frequencies = Vec::with_capacity(pairs as usize);
-    let mut frequency = frequency_scale;
-    for _ in 0..pairs {
-        frequencies.push(frequency);
-        frequency *= step_scale;
+/// How a RoPE table's angles are made: θ(p, i) = (p / linear_scale) · base^(-2i/rot_dim) / divisors[i],
+/// and both cos θ and sin θ are multiplied by `attention_factor`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RopeFrequencies {
+    pub theta_base: f32,
+    /// Positions are divided by it (linear scaling; 1 for none).
+    pub linear_scale: f32,
+    /// Per-pair frequency divisors, rot_dim/2 of them (Llama 3.1's `rope_freqs`, Phi 3's
+    /// LongRoPE factors); `None` for all ones.
+    pub divisors: Option<Vec<f32>>,
+    /// Multiplies cos and sin, so it scales q·k by its square (LongRoPE's attention factor).
+    pub attention_factor: f32,
+}
+
+impl RopeFrequencies {
+    /// Plain RoPE with base `theta_base`.
+    pub fn plain(theta_base: f32) -> Self {
+        Self { theta_base, linear_scale: 1.0, divisors: None, attention_factor: 1.0 }
     }
-    let mut table = Vec::with_capacity((max_positions * pairs) as usize);
+
+    /// The frequency of pair `i` for each pair of `rot_dim`, built by repeated f32
+    /// multiplication as llama.cpp does.
+    pub fn frequencies(&self, rot_dim: u32) -> Vec<f32> {
+        let step_scale = self.theta_base.powf(-2.0 / rot_dim as f32);
+        let mut frequencies = Vec::with_capacity(rot_dim as usize / 2);
+        let mut frequency = 1.0 / self.linear_scale;
+        for pair in 0..rot_dim as usize / 2 {
+            let divisor = self.divisors.as_ref().and_then(|d| d.get(pair)).copied().unwrap_or(1.0);
+            frequencies.push(frequency / divisor);
+            frequency *= step_scale;
+        }
+        frequencies
+    }
+}
+
+/// (cos θ, sin θ)·attention_factor for every position below `max_positions` and every pair of
+/// `rot_dim` (see `RopeFrequencies`).
+pub fn rope_table(rope: &RopeFrequencies, rot_dim: u32, max_positions: u32) -> Vec<[f32; 2]> {
+    let frequencies = rope.frequencies(rot_dim);
+    let factor = rope.attention_factor;
+    let mut table = Vec::with_capacity(max_positions as usize * frequencies.len());
     for pos in 0..max_positions {
         for &f in &frequencies {
             let theta = pos as f32 * f;
-            table.push([theta.cos(), theta.sin()]);
+            table.push([theta.cos() * factor, theta.sin() * factor]);
         }
     }
     table
 }
 
-/// The GPU copy of a `rope_table`, shared by every layer with the same base.
+/// The GPU copy of a `rope_table`, shared by every layer with the same frequencies.
 pub struct RopeTable {
     pub buffer: wgpu::Buffer,
     pub rot_dim: u32,
@@ -57,14 +86,8 @@ pub struct RopeTable {
 }
 
 impl RopeTable {
-    pub fn new(
-        ctx: &GpuContext,
-        theta_base: f32,
-        rot_dim: u32,
-        max_positions: u32,
-        linear_scale: f32,
-    ) -> Self {
-        let table = rope_table(theta_base, rot_dim, max_positions, linear_scale);
+    pub fn new(ctx: &GpuContext, rope: &RopeFrequencies, rot_dim: u32, max_positions: u32) -> Self {
+        let table = rope_table(rope, rot_dim, max_positions);
         let buffer = ctx.storage_buffer("rope table", bytemuck::cast_slice(&table));
         Self { buffer, rot_dim, max_positions }
     }

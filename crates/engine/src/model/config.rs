@@ -1,27 +1,19 @@
 use serde::Serialize;
 
-use super::ModelError;
+use super::{
+    arch::{Architecture, LayerLayout, Storage},
+    ModelError,
+};
 use crate::{
     gguf::{GgmlType, GgufFile, TensorInfo},
-    kernels::matmul::SUPPORTED_TYPES,
+    kernels::{matmul::SUPPORTED_TYPES, rope::RopeFrequencies},
 };
 
-/// The architectures the engine runs; anything else is refused at load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Architecture {
-    Gemma3,
-    /// Llama-family: Llama 2/3.x, SmolLM2.
-    Llama,
-}
-
-impl Architecture {
-    pub fn name(self) -> &'static str {
-        match self {
-            Architecture::Gemma3 => "gemma3",
-            Architecture::Llama => "llama",
-        }
-    }
+/// LongRoPE (Phi 3): frequencies for contexts longer than the original training context.
+#[derive(Debug, Clone, Serialize)]
+pub struct LongRope {
+    pub original_context: u32,
+    pub frequencies: RopeFrequencies,
 }
 
 /// Hyperparameters read from GGUF metadata and checked against the tensors.
@@ -37,42 +29,100 @@ pub struct ModelConfig {
     pub rope_dim: u32,
     pub vocab_size: u32,
     pub rms_eps: f32,
-    /// RoPE base of full-attention layers.
-    pub rope_theta: f32,
-    /// RoPE base of sliding-window layers (Gemma 3: 10,000).
-    pub rope_theta_local: f32,
-    /// Linear RoPE scaling of full-attention layers (positions divided by this).
-    pub rope_scale: f32,
+    /// RoPE of full-attention layers.
+    pub rope: RopeFrequencies,
+    /// Replaces `rope` when a session's context exceeds its original context (Phi 3).
+    pub rope_long: Option<LongRope>,
+    /// RoPE of sliding-window layers where it differs (Gemma 3: base 10,000, no scaling).
+    pub rope_local: Option<RopeFrequencies>,
     /// 0 when every layer attends to the whole context.
     pub sliding_window: u32,
+    /// With a sliding window: every `sliding_window_pattern`th layer (counting from 1)
+    /// attends to the whole context, the others to the window (Gemma 3: 6).
+    pub sliding_window_pattern: u32,
+    /// Multiplies q·k before the softmax.
+    pub attention_scale: f32,
     pub train_context: u32,
     pub tied_embeddings: bool,
 }
 
+/// Metadata and tensor reads of one architecture's file: keys are `{architecture}.{name}`.
+pub struct ConfigReader<'a> {
+    pub gguf: &'a GgufFile,
+    pub arch: &'a str,
+}
+
+impl ConfigReader<'_> {
+    pub fn key(&self, name: &str) -> String {
+        format!("{}.{name}", self.arch)
+    }
+
+    pub fn u32(&self, name: &str) -> Result<Option<u32>, ModelError> {
+        Ok(self.gguf.metadata().get_u32(&self.key(name))?)
+    }
+
+    pub fn required_u32(&self, name: &str) -> Result<u32, ModelError> {
+        self.u32(name)?.ok_or_else(|| ModelError::MissingMetadata(self.key(name)))
+    }
+
+    pub fn f32(&self, name: &str) -> Result<Option<f32>, ModelError> {
+        Ok(self.gguf.metadata().get_f32(&self.key(name))?)
+    }
+
+    pub fn str(&self, name: &str) -> Result<Option<&str>, ModelError> {
+        Ok(self.gguf.metadata().get_str(&self.key(name))?)
+    }
+
+    /// An f32 vector tensor of exactly `len` values, if the file has one named `name`.
+    pub fn f32_tensor(&self, name: &str, len: usize) -> Result<Option<Vec<f32>>, ModelError> {
+        let Some(info) = self.gguf.tensor(name) else { return Ok(None) };
+        if info.ggml_type != GgmlType::F32 || info.dims != [len as u64] {
+            return Err(ModelError::TensorShape {
+                name: name.to_string(),
+                expected: vec![len as u64],
+                found: info.dims.clone(),
+            });
+        }
+        let values = self
+            .gguf
+            .tensor_data(info)
+            .chunks_exact(4)
+            .map(|bytes| f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+            .collect::<Vec<_>>();
+        if values.len() != len || values.iter().any(|v| !v.is_finite() || *v <= 0.0) {
+            return Err(ModelError::InvalidConfig(format!(
+                "tensor '{name}' must hold {len} positive values"
+            )));
+        }
+        Ok(Some(values))
+    }
+}
+
 impl ModelConfig {
-    /// Whether layer `index` uses the sliding window (Gemma 3: five local layers, then one global).
+    /// Whether layer `index` attends to the sliding window rather than the whole context.
     pub fn is_sliding_layer(&self, index: u32) -> bool {
-        self.architecture == Architecture::Gemma3 && self.sliding_window > 0 && !(index + 1).is_multiple_of(6)
+        self.sliding_window > 0
+            && self.sliding_window_pattern > 0
+            && !(index + 1).is_multiple_of(self.sliding_window_pattern)
+    }
+
+    /// The RoPE of full-attention layers in a session of `context_len` tokens.
+    pub fn rope_for_context(&self, context_len: u32) -> &RopeFrequencies {
+        match &self.rope_long {
+            Some(long) if context_len > long.original_context => &long.frequencies,
+            _ => &self.rope,
+        }
     }
 
     /// Derives the configuration from metadata and cross-checks it against the tensor table.
     pub fn from_gguf(gguf: &GgufFile) -> Result<ModelConfig, ModelError> {
-        let arch_name = gguf.architecture()?;
-        let architecture = match arch_name {
-            "gemma3" => Architecture::Gemma3,
-            "llama" => Architecture::Llama,
-            other => return Err(ModelError::UnsupportedArchitecture(other.to_string())),
-        };
-        let meta = gguf.metadata();
-        let key = |name: &str| format!("{arch_name}.{name}");
-        let required_u32 = |name: &str| -> Result<u32, ModelError> {
-            meta.get_u32(&key(name))?.ok_or_else(|| ModelError::MissingMetadata(key(name)))
-        };
-        let hidden = required_u32("embedding_length")?;
-        let n_layers = required_u32("block_count")?;
-        let ffn_hidden = required_u32("feed_forward_length")?;
-        let n_heads = required_u32("attention.head_count")?;
-        let n_kv_heads = meta.get_u32(&key("attention.head_count_kv"))?.unwrap_or(n_heads);
+        let architecture = Architecture::from_name(gguf.architecture()?)?;
+        let reader = ConfigReader { gguf, arch: architecture.name() };
+        let hidden = reader.required_u32("embedding_length")?;
+        let n_layers = reader.required_u32("block_count")?;
+        let ffn_hidden = reader.required_u32("feed_forward_length")?;
+        let n_heads = reader.required_u32("attention.head_count")?;
+        let n_kv_heads = reader.u32("attention.head_count_kv")?.unwrap_or(n_heads);
         if hidden == 0
             || n_layers == 0
             || ffn_hidden == 0
@@ -84,7 +134,7 @@ impl ModelConfig {
                 "hidden {hidden}, layers {n_layers}, ffn {ffn_hidden}, heads {n_heads}, kv heads {n_kv_heads}: all must be positive and heads a multiple of kv heads"
             )));
         }
-        let head_dim = match meta.get_u32(&key("attention.key_length"))? {
+        let head_dim = match reader.u32("attention.key_length")? {
             Some(dim) => dim,
             None if hidden % n_heads == 0 => hidden / n_heads,
             None => {
@@ -93,36 +143,29 @@ impl ModelConfig {
                 )))
             }
         };
-        if let Some(value_dim) = meta.get_u32(&key("attention.value_length"))? {
+        if let Some(value_dim) = reader.u32("attention.value_length")? {
             if value_dim != head_dim {
                 return Err(ModelError::InvalidConfig(format!(
                     "key length {head_dim} differs from value length {value_dim}"
                 )));
             }
         }
-        let rope_dim = meta.get_u32(&key("rope.dimension_count"))?.unwrap_or(head_dim);
-        if rope_dim == 0 || rope_dim > head_dim || rope_dim % 2 != 0 || head_dim > 512 {
+        let rope_dim = reader.u32("rope.dimension_count")?.unwrap_or(head_dim);
+        if rope_dim == 0 || rope_dim > head_dim || rope_dim % 2 != 0 || head_dim == 0 || head_dim > 512 {
             return Err(ModelError::InvalidConfig(format!(
                 "rope dimension {rope_dim} with head dimension {head_dim}"
             )));
         }
         let vocab_size = match gguf.metadata().get_str_array("tokenizer.ggml.tokens")? {
             Some(tokens) => tokens.len() as u32,
-            None => required_u32("vocab_size")?,
+            None => reader.required_u32("vocab_size")?,
         };
-        let default_theta = if architecture == Architecture::Gemma3 { 1_000_000.0 } else { 10_000.0 };
-        let rope_scale = match meta.get_str(&key("rope.scaling.type"))? {
-            Some("linear") => meta.get_f32(&key("rope.scaling.factor"))?.unwrap_or(1.0),
-            Some("none") | None => 1.0,
-            Some(other) => {
-                return Err(ModelError::InvalidConfig(format!("rope scaling '{other}' is not supported")))
-            }
-        };
-        let sliding_window = match architecture {
-            Architecture::Gemma3 => meta.get_u32(&key("attention.sliding_window"))?.unwrap_or(0),
-            Architecture::Llama => 0,
-        };
-        let config = ModelConfig {
+        let mut rope = RopeFrequencies::plain(reader.f32("rope.freq_base")?.unwrap_or(10_000.0));
+        if reader.str("rope.scaling.type")? == Some("linear") {
+            let factor = reader.f32("rope.scaling.factor")?.unwrap_or(1.0);
+            rope.linear_scale = if factor > 0.0 { factor } else { 1.0 };
+        }
+        let mut config = ModelConfig {
             architecture,
             n_layers,
             hidden,
@@ -132,16 +175,32 @@ impl ModelConfig {
             head_dim,
             rope_dim,
             vocab_size,
-            rms_eps: meta.get_f32(&key("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-6),
-            rope_theta: meta.get_f32(&key("rope.freq_base"))?.unwrap_or(default_theta),
-            rope_theta_local: 10_000.0,
-            rope_scale: if rope_scale > 0.0 { rope_scale } else { 1.0 },
-            sliding_window,
-            train_context: meta.get_u32(&key("context_length"))?.unwrap_or(4096),
+            rms_eps: reader.f32("attention.layer_norm_rms_epsilon")?.unwrap_or(1e-6),
+            rope,
+            rope_long: None,
+            rope_local: None,
+            sliding_window: 0,
+            sliding_window_pattern: 0,
+            attention_scale: 1.0 / (head_dim as f32).sqrt(),
+            train_context: reader.u32("context_length")?.unwrap_or(4096),
             tied_embeddings: gguf.tensor("output.weight").is_none(),
         };
+        architecture.spec().configure(&reader, &mut config)?;
+        let scaling = reader.str("rope.scaling.type")?;
+        if let Some(other) = scaling.filter(|&s| {
+            !["none", "linear"].contains(&s) && !architecture.spec().rope_scaling_types().contains(&s)
+        }) {
+            return Err(ModelError::InvalidConfig(format!(
+                "rope scaling '{other}' is not supported for {}",
+                architecture.name()
+            )));
+        }
         config.check_tensors(gguf)?;
         Ok(config)
+    }
+
+    pub(super) fn layout(&self) -> LayerLayout {
+        self.architecture.spec().layout()
     }
 
     /// Every tensor the architecture needs, with the shape (GGUF order) it must have.
@@ -149,6 +208,7 @@ impl ModelConfig {
         let (h, ff, hd) = (u64::from(self.hidden), u64::from(self.ffn_hidden), u64::from(self.head_dim));
         let q_dim = u64::from(self.n_heads) * hd;
         let kv_dim = u64::from(self.n_kv_heads) * hd;
+        let layout = self.layout();
         let mut tensors = vec![
             ("token_embd.weight".to_string(), vec![h, u64::from(self.vocab_size)]),
             ("output_norm.weight".to_string(), vec![h]),
@@ -158,24 +218,36 @@ impl ModelConfig {
         }
         for layer in 0..self.n_layers {
             let name = |suffix: &str| format!("blk.{layer}.{suffix}.weight");
-            tensors.extend([
-                (name("attn_norm"), vec![h]),
-                (name("attn_q"), vec![h, q_dim]),
-                (name("attn_k"), vec![h, kv_dim]),
-                (name("attn_v"), vec![h, kv_dim]),
-                (name("attn_output"), vec![q_dim, h]),
-                (name("ffn_norm"), vec![h]),
-                (name("ffn_gate"), vec![h, ff]),
-                (name("ffn_up"), vec![h, ff]),
-                (name("ffn_down"), vec![ff, h]),
-            ]);
-            if self.architecture == Architecture::Gemma3 {
+            let bias = |suffix: &str| format!("blk.{layer}.{suffix}.bias");
+            tensors.push((name("attn_norm"), vec![h]));
+            match layout.qkv {
+                Storage::Separate => tensors.extend([
+                    (name("attn_q"), vec![h, q_dim]),
+                    (name("attn_k"), vec![h, kv_dim]),
+                    (name("attn_v"), vec![h, kv_dim]),
+                ]),
+                Storage::Fused => tensors.push((name("attn_qkv"), vec![h, q_dim + 2 * kv_dim])),
+            }
+            if layout.qkv_bias {
                 tensors.extend([
-                    (name("attn_q_norm"), vec![hd]),
-                    (name("attn_k_norm"), vec![hd]),
-                    (name("post_attention_norm"), vec![h]),
-                    (name("post_ffw_norm"), vec![h]),
+                    (bias("attn_q"), vec![q_dim]),
+                    (bias("attn_k"), vec![kv_dim]),
+                    (bias("attn_v"), vec![kv_dim]),
                 ]);
+            }
+            if layout.qk_norm {
+                tensors.extend([(name("attn_q_norm"), vec![hd]), (name("attn_k_norm"), vec![hd])]);
+            }
+            tensors.extend([(name("attn_output"), vec![q_dim, h]), (name("ffn_norm"), vec![h])]);
+            match layout.gate_up {
+                Storage::Separate => {
+                    tensors.extend([(name("ffn_gate"), vec![h, ff]), (name("ffn_up"), vec![h, ff])])
+                }
+                Storage::Fused => tensors.push((name("ffn_up"), vec![h, 2 * ff])),
+            }
+            tensors.push((name("ffn_down"), vec![ff, h]));
+            if layout.post_norms {
+                tensors.extend([(name("post_attention_norm"), vec![h]), (name("post_ffw_norm"), vec![h])]);
             }
         }
         tensors
@@ -194,8 +266,8 @@ impl ModelConfig {
 }
 
 fn check_weight_type(info: &TensorInfo) -> Result<(), ModelError> {
-    let is_norm = info.dims.len() == 1;
-    if (is_norm && info.ggml_type != GgmlType::F32) || !SUPPORTED_TYPES.contains(&info.ggml_type) {
+    let is_vector = info.dims.len() == 1;
+    if (is_vector && info.ggml_type != GgmlType::F32) || !SUPPORTED_TYPES.contains(&info.ggml_type) {
         return Err(ModelError::UnsupportedTensorType { name: info.name.clone(), ty: info.ggml_type.name() });
     }
     Ok(())

@@ -1,11 +1,11 @@
 use std::cell::{Cell, RefCell};
 
-use super::{config::Architecture, gemma3, llama, ModelConfig, ModelError, ModelWeights};
+use super::{weights::QkvBias, ModelConfig, ModelError, ModelWeights};
 use crate::{
     gpu::{GpuContext, GpuMatrix, OpList, StackedMatrix},
     kernels::{
         attention::{record_attention, record_decode_attention_with_qk_step, AttentionLayer, KvCache},
-        elementwise::{record_copy_last_row, record_gated_activation, Activation, GatePair},
+        elementwise::{record_add_row, record_copy_last_row, record_gated_activation, Activation, GatePair},
         embedding::record_embedding,
         fused_norm::{record_residual_norm, ResidualRows},
         fused_qk::{record_qk_rope_store, QkStep, QkvRows},
@@ -289,7 +289,7 @@ impl<'a> LayerContext<'a> {
             step: &acts.step,
             n_heads: config.n_heads,
             window,
-            scale: 1.0 / (config.head_dim as f32).sqrt(),
+            scale: config.attention_scale,
         };
         match self.mode {
             ForwardMode::Decode => {
@@ -300,6 +300,19 @@ impl<'a> LayerContext<'a> {
                 record_attention(self.ctx, ops, label, &acts.q, &layer)
             }
         }
+    }
+
+    /// Adds the q, k and v biases to the step's projections (Qwen 2).
+    pub fn add_qkv_bias(&self, ops: &mut OpList, label: &str, bias: &QkvBias) -> Result<(), KernelError> {
+        let (acts, config) = (self.acts, self.config);
+        let q_dim = config.n_heads * config.head_dim;
+        let kv_dim = config.n_kv_heads * config.head_dim;
+        for (part, rows, bias, width) in
+            [("q", &acts.q, &bias.q, q_dim), ("k", &acts.k, &bias.k, kv_dim), ("v", &acts.v, &bias.v, kv_dim)]
+        {
+            record_add_row(self.ctx, ops, &format!("{label}.{part}"), rows, bias, &acts.step, width)?;
+        }
+        Ok(())
     }
 
     /// The step's q/k/v rows in `acts`.
@@ -504,9 +517,9 @@ impl ForwardGraph {
                 .collect::<Vec<_>>()
         })?;
         let rope_global =
-            RopeTable::new(ctx, config.rope_theta, config.rope_dim, context_len, config.rope_scale);
-        let rope_local = (config.architecture == Architecture::Gemma3)
-            .then(|| RopeTable::new(ctx, config.rope_theta_local, config.rope_dim, context_len, 1.0));
+            RopeTable::new(ctx, config.rope_for_context(context_len), config.rope_dim, context_len);
+        let rope_local =
+            config.rope_local.as_ref().map(|rope| RopeTable::new(ctx, rope, config.rope_dim, context_len));
         let tables = RopeTables { global: &rope_global, local: rope_local.as_ref() };
         let mut graph =
             ForwardGraph { acts, caches, context_len, prefill: OpList::new(), decode: OpList::new() };
@@ -532,10 +545,8 @@ impl ForwardGraph {
         let acts = &self.acts;
         let layer_ctx = LayerContext::new(ctx, config, acts, mode);
         let mut ops = OpList::new();
-        let embedding_scale = match config.architecture {
-            Architecture::Gemma3 => (config.hidden as f32).sqrt(),
-            Architecture::Llama => 1.0,
-        };
+        let arch = config.architecture.spec();
+        let embedding_scale = arch.embedding_scale(config);
         record_embedding(
             ctx,
             &mut ops,
@@ -555,19 +566,11 @@ impl ForwardGraph {
             let next_norm =
                 weights.layers.get(index + 1).map_or(&weights.output_norm, |next| &next.attn_norm);
             let index = index as u32;
-            match config.architecture {
-                Architecture::Gemma3 => {
-                    let table = if config.is_sliding_layer(index) {
-                        rope.local.expect("Gemma 3 has a local RoPE table")
-                    } else {
-                        rope.global
-                    };
-                    gemma3::record_layer(&layer_ctx, &mut ops, index, layer, cache, table, next_norm)?
-                }
-                Architecture::Llama => {
-                    llama::record_layer(&layer_ctx, &mut ops, index, layer, cache, rope.global, next_norm)?
-                }
-            }
+            let table = match rope.local {
+                Some(local) if config.is_sliding_layer(index) => local,
+                _ => rope.global,
+            };
+            arch.record_layer(&layer_ctx, &mut ops, index, layer, cache, table, next_norm)?;
         }
         layer_ctx.flush_norm(&mut ops)?;
         // A decode step's one token is already the last row.
@@ -595,7 +598,8 @@ impl ForwardGraph {
     }
 }
 
-pub(super) struct RopeTables<'a> {
+/// The RoPE tables of a session: full-attention layers', and sliding-window layers' where theirs differs.
+struct RopeTables<'a> {
     pub global: &'a RopeTable,
     pub local: Option<&'a RopeTable>,
 }

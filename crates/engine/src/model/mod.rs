@@ -1,15 +1,16 @@
 //! Model architectures: configuration from GGUF metadata, weights on the GPU, and the
 //! forward pass recorded as op lists (one file per architecture for its layer).
 
+mod arch;
 mod config;
 mod forward;
-mod gemma3;
-mod llama;
 mod weights;
 
-pub use config::{Architecture, ModelConfig};
+pub use arch::{Architecture, Llama3Scaling};
+use config::ConfigReader;
+pub use config::{LongRope, ModelConfig};
 pub use forward::{Activations, ForwardGraph, ForwardMode, StepTail};
-pub use weights::{LayerWeights, ModelWeights};
+pub use weights::{LayerWeights, ModelWeights, PostNorms, QkNormWeights, QkvBias};
 
 use crate::{
     gguf::GgufError,
@@ -22,8 +23,8 @@ use crate::{
 pub enum ModelError {
     #[error(transparent)]
     Gguf(#[from] GgufError),
-    #[error("architecture '{0}' is not supported (supported: gemma3, llama)")]
-    UnsupportedArchitecture(String),
+    #[error("architecture '{name}' is not supported (supported: {supported})")]
+    UnsupportedArchitecture { name: String, supported: String },
     #[error("metadata key '{0}' is missing")]
     MissingMetadata(String),
     #[error("invalid model configuration: {0}")]

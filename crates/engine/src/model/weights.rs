@@ -1,30 +1,44 @@
 use std::borrow::Cow;
 
-use super::{config::Architecture, ModelConfig, ModelError};
+use super::{arch::Storage, ModelConfig, ModelError};
 use crate::{
     gguf::{GgmlType, GgufFile},
     gpu::{GpuContext, GpuMatrix, StackedMatrix},
     quant::{widen_to_q8_0, widens_to_q8_0},
 };
 
-/// Gemma 3's extra per-layer weights.
-pub struct GemmaLayerNorms {
-    pub q_norm: wgpu::Buffer,
-    pub k_norm: wgpu::Buffer,
-    pub post_attention_norm: wgpu::Buffer,
-    pub post_ffn_norm: wgpu::Buffer,
+/// Per-head RMSNorm weights of q and k (Gemma 3, Qwen 3).
+pub struct QkNormWeights {
+    pub q: wgpu::Buffer,
+    pub k: wgpu::Buffer,
 }
 
+/// Biases added to the q, k and v projections (Qwen 2).
+pub struct QkvBias {
+    pub q: wgpu::Buffer,
+    pub k: wgpu::Buffer,
+    pub v: wgpu::Buffer,
+}
+
+/// Norms of the attention and feed-forward outputs before their residual adds (Gemma 3).
+pub struct PostNorms {
+    pub attention: wgpu::Buffer,
+    pub ffn: wgpu::Buffer,
+}
+
+/// One layer's weights; which optional parts it has is its architecture's `LayerLayout`.
 pub struct LayerWeights {
     pub attn_norm: wgpu::Buffer,
     /// q, k and v, stacked where their types allow (see `Uploader::stacks`).
     pub qkv: Vec<StackedMatrix>,
+    pub qkv_bias: Option<QkvBias>,
+    pub qk_norms: Option<QkNormWeights>,
     pub o: GpuMatrix,
     pub ffn_norm: wgpu::Buffer,
     /// gate and up, stacked where their types allow.
     pub gate_up: Vec<StackedMatrix>,
     pub down: GpuMatrix,
-    pub gemma: Option<GemmaLayerNorms>,
+    pub post_norms: Option<PostNorms>,
 }
 
 /// Every weight of a model, on the GPU in its GGUF layout.
@@ -55,30 +69,69 @@ impl ModelWeights {
         let token_embedding = uploader.matrix("token_embd.weight")?;
         let output = if config.tied_embeddings { None } else { Some(uploader.matrix("output.weight")?) };
         let output_norm = uploader.vector("output_norm.weight")?;
+        let layout = config.layout();
+        let q_rows = u64::from(config.n_heads * config.head_dim);
+        let kv_rows = u64::from(config.n_kv_heads * config.head_dim);
+        let ffn_rows = u64::from(config.ffn_hidden);
         let mut layers = Vec::with_capacity(config.n_layers as usize);
         for layer in 0..config.n_layers {
             let name = |suffix: &str| format!("blk.{layer}.{suffix}.weight");
-            let gemma = match config.architecture {
-                Architecture::Gemma3 => Some(GemmaLayerNorms {
-                    q_norm: uploader.vector(&name("attn_q_norm"))?,
-                    k_norm: uploader.vector(&name("attn_k_norm"))?,
-                    post_attention_norm: uploader.vector(&name("post_attention_norm"))?,
-                    post_ffn_norm: uploader.vector(&name("post_ffw_norm"))?,
-                }),
-                Architecture::Llama => None,
+            let bias = |suffix: &str| format!("blk.{layer}.{suffix}.bias");
+            let qkv_parts = match layout.qkv {
+                Storage::Separate => uploader.parts(&[&name("attn_q"), &name("attn_k"), &name("attn_v")])?,
+                Storage::Fused => uploader.split(
+                    &name("attn_qkv"),
+                    &[(name("attn_q"), q_rows), (name("attn_k"), kv_rows), (name("attn_v"), kv_rows)],
+                )?,
+            };
+            let gate_up_parts = match layout.gate_up {
+                Storage::Separate => uploader.parts(&[&name("ffn_gate"), &name("ffn_up")])?,
+                Storage::Fused => uploader
+                    .split(&name("ffn_up"), &[(name("ffn_gate"), ffn_rows), (name("ffn_up"), ffn_rows)])?,
             };
             layers.push(LayerWeights {
                 attn_norm: uploader.vector(&name("attn_norm"))?,
-                qkv: uploader.stacks(&[&name("attn_q"), &name("attn_k"), &name("attn_v")])?,
+                qkv: uploader.stacks(&qkv_parts)?,
+                qkv_bias: match layout.qkv_bias {
+                    true => Some(QkvBias {
+                        q: uploader.vector(&bias("attn_q"))?,
+                        k: uploader.vector(&bias("attn_k"))?,
+                        v: uploader.vector(&bias("attn_v"))?,
+                    }),
+                    false => None,
+                },
+                qk_norms: match layout.qk_norm {
+                    true => Some(QkNormWeights {
+                        q: uploader.vector(&name("attn_q_norm"))?,
+                        k: uploader.vector(&name("attn_k_norm"))?,
+                    }),
+                    false => None,
+                },
                 o: uploader.matrix(&name("attn_output"))?,
                 ffn_norm: uploader.vector(&name("ffn_norm"))?,
-                gate_up: uploader.stacks(&[&name("ffn_gate"), &name("ffn_up")])?,
+                gate_up: uploader.stacks(&gate_up_parts)?,
                 down: uploader.matrix(&name("ffn_down"))?,
-                gemma,
+                post_norms: match layout.post_norms {
+                    true => Some(PostNorms {
+                        attention: uploader.vector(&name("post_attention_norm"))?,
+                        ffn: uploader.vector(&name("post_ffw_norm"))?,
+                    }),
+                    false => None,
+                },
             });
         }
         Ok(ModelWeights { token_embedding, output, output_norm, layers, bytes: uploader.done })
     }
+}
+
+/// A matrix to stack: a whole tensor, or a row range of a fused one (named as the tensor
+/// would be if it stood alone).
+struct Part<'g> {
+    name: String,
+    ggml_type: GgmlType,
+    row_len: u64,
+    rows: u64,
+    data: &'g [u8],
 }
 
 /// The type a stack of `a` and `b` matrices takes, if they can share one.
@@ -100,7 +153,7 @@ struct Uploader<'a> {
     progress: &'a mut dyn FnMut(f32),
 }
 
-impl Uploader<'_> {
+impl<'a> Uploader<'a> {
     fn matrix(&mut self, name: &str) -> Result<GpuMatrix, ModelError> {
         let info = self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string()))?;
         let data = self.gguf.tensor_data(info);
@@ -111,65 +164,111 @@ impl Uploader<'_> {
         Ok(matrix)
     }
 
-    /// Uploads `names` (matrices of one input) as stacks: each run of neighbours with one type
+    /// The tensors `names`, whole, as parts to stack.
+    fn parts(&self, names: &[&str]) -> Result<Vec<Part<'a>>, ModelError> {
+        names
+            .iter()
+            .map(|&name| {
+                let info =
+                    self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string()))?;
+                Ok(Part {
+                    name: info.name.clone(),
+                    ggml_type: info.ggml_type,
+                    row_len: info.row_len(),
+                    rows: info.rows(),
+                    data: self.gguf.tensor_data(info),
+                })
+            })
+            .collect()
+    }
+
+    /// The fused tensor `name` cut into consecutive row ranges `pieces` (name, rows): rows of a
+    /// quantized matrix are whole blocks, so each piece is a byte range.
+    fn split(&self, name: &str, pieces: &[(String, u64)]) -> Result<Vec<Part<'a>>, ModelError> {
+        let info = self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string()))?;
+        let data = self.gguf.tensor_data(info);
+        let row_bytes = info.row_bytes() as usize;
+        let mut first = 0usize;
+        let mut parts = Vec::with_capacity(pieces.len());
+        for (piece, rows) in pieces {
+            let end = first + *rows as usize * row_bytes;
+            let bytes = data.get(first..end).ok_or_else(|| {
+                ModelError::InvalidConfig(format!("tensor '{name}' is too short for its parts"))
+            })?;
+            parts.push(Part {
+                name: piece.clone(),
+                ggml_type: info.ggml_type,
+                row_len: info.row_len(),
+                rows: *rows,
+                data: bytes,
+            });
+            first = end;
+        }
+        Ok(parts)
+    }
+
+    /// Uploads `parts` (matrices of one input) as stacks: each run of neighbours with one type
     /// and row length that fits one binding becomes one matrix, so decode reads it in one
     /// dispatch. Q4_0 and Q5_0 neighbours of a Q8_0 matrix join it as Q8_0 (exact, see
     /// `widen_to_q8_0`): their extra bytes take less time to read than a dispatch of their own.
-    fn stacks(&mut self, names: &[&str]) -> Result<Vec<StackedMatrix>, ModelError> {
-        let infos = names
-            .iter()
-            .map(|&name| self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string())))
-            .collect::<Result<Vec<_>, _>>()?;
+    fn stacks(&mut self, parts: &[Part]) -> Result<Vec<StackedMatrix>, ModelError> {
         let mut stacks = Vec::new();
         let mut first = 0;
-        while first < infos.len() {
-            let head = infos[first];
+        while first < parts.len() {
+            let head = &parts[first];
             let mut ty = head.ggml_type;
             let mut end = first + 1;
-            while let Some(next) = infos.get(end) {
+            while let Some(next) = parts.get(end) {
                 let Some(joined) = stack_type(ty, next.ggml_type) else { break };
-                let values: u64 = infos[first..=end].iter().map(|info| info.row_len() * info.rows()).sum();
+                let values: u64 = parts[first..=end].iter().map(|part| part.row_len * part.rows).sum();
                 let fits = StackedMatrix::fits_one_binding(
                     self.ctx,
                     values / joined.block_len() as u64 * joined.block_bytes() as u64,
                 );
-                if next.row_len() != head.row_len() || !fits {
+                if next.row_len != head.row_len || !fits {
                     break;
                 }
                 ty = joined;
                 end += 1;
             }
-            let group = &infos[first..end];
-            let stack_name = group.iter().map(|info| info.name.as_str()).collect::<Vec<_>>().join("+");
+            let group = &parts[first..end];
             let stack = if group.len() == 1 {
-                let matrix = self.matrix(&head.name)?;
+                let matrix = self.ctx.checked(&format!("uploading {}", head.name), || {
+                    GpuMatrix::upload(
+                        self.ctx,
+                        &head.name,
+                        head.ggml_type,
+                        head.row_len,
+                        head.rows,
+                        head.data,
+                    )
+                })??;
                 let rows = matrix.rows;
                 StackedMatrix { matrix, parts: vec![crate::gpu::StackPart { name: head.name.clone(), rows }] }
             } else {
+                let stack_name = group.iter().map(|part| part.name.as_str()).collect::<Vec<_>>().join("+");
                 let data = group
                     .iter()
-                    .map(|info| {
-                        let data = self.gguf.tensor_data(info);
-                        if info.ggml_type == ty {
-                            Ok(Cow::Borrowed(data))
+                    .map(|part| {
+                        if part.ggml_type == ty {
+                            Ok(Cow::Borrowed(part.data))
                         } else {
-                            widen_to_q8_0(info.ggml_type, data)
+                            widen_to_q8_0(part.ggml_type, part.data)
                                 .map(Cow::Owned)
-                                .map_err(|source| ModelError::Widen { name: info.name.clone(), source })
+                                .map_err(|source| ModelError::Widen { name: part.name.clone(), source })
                         }
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                let parts: Vec<(&str, u64, &[u8])> = group
+                let stacked: Vec<(&str, u64, &[u8])> = group
                     .iter()
                     .zip(&data)
-                    .map(|(info, data)| (info.name.as_str(), info.rows(), data.as_ref()))
+                    .map(|(part, data)| (part.name.as_str(), part.rows, data.as_ref()))
                     .collect();
-                let stack = self.ctx.checked(&format!("uploading {stack_name}"), || {
-                    StackedMatrix::upload(self.ctx, &stack_name, ty, head.row_len(), &parts)
-                })??;
-                self.advance(group.iter().map(|info| info.n_bytes).sum());
-                stack
+                self.ctx.checked(&format!("uploading {stack_name}"), || {
+                    StackedMatrix::upload(self.ctx, &stack_name, ty, head.row_len, &stacked)
+                })??
             };
+            self.advance(group.iter().map(|part| part.data.len() as u64).sum());
             stacks.push(stack);
             first = end;
         }
