@@ -313,14 +313,17 @@ def prompts(tokenizer) -> list[tuple[str, list[int]]]:
 def randomize(model, name: str, seed: int) -> None:
     """Weights with a real spread: linear layers ~ N(0, 1/fan_in), embeddings N(0, 1), norms 1 +- 0.2 (Gemma:
     the stored offset around 0, on a 1/1024 grid so the converter's +1 is exact), biases N(0, 0.1); then
-    rounded to f16 so an f16 GGUF holds them exactly."""
+    rounded to f16 so an f16 GGUF holds them exactly. Tied models get larger block outputs (see below)."""
     import torch
 
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for pname, p in model.named_parameters():
             if p.dim() == 2:
-                std = 1.0 if "embed" in pname else 1.0 / math.sqrt(p.shape[1])
+                # a tied embedding stays small (its share of the residual stream would make greedy decoding
+                # repeat the last token); the final norm gives the logits their spread instead
+                embed_std = 0.05 if model.config.tie_word_embeddings else 1.0
+                std = embed_std if "embed" in pname else 1.0 / math.sqrt(p.shape[1])
                 p.copy_(torch.randn(p.shape, generator=g) * std)
             elif "norm" in pname:
                 dev = torch.randn(p.shape, generator=g) * 0.2
@@ -330,6 +333,12 @@ def randomize(model, name: str, seed: int) -> None:
                     p.copy_(1.0 + dev)
             else:
                 p.copy_(torch.randn(p.shape, generator=g) * 0.1)
+            if model.config.tie_word_embeddings and ("o_proj" in pname or "down_proj" in pname):
+                # with a tied head, a token's own embedding in the residual stream favours that token
+                # again: larger block outputs keep greedy decoding from repeating the last token forever
+                p.mul_(4.0)
+            if name == "gemma3" and ("post_attention_layernorm" in pname or "post_feedforward_layernorm" in pname):
+                p.add_(3.0)  # Gemma's post-norms set the block outputs' scale (1 + stored weight)
             p.copy_(p.half().float())
 
 
@@ -339,13 +348,17 @@ def scale_head(model, name: str, tokenizer, target_std: float = 3.0) -> float:
     ids = torch.tensor([tokenizer("The quick brown fox jumps over the lazy dog.")["input_ids"]])
     with torch.no_grad():
         std = model(ids).logits[0, -1].std().item()
-        head = model.get_output_embeddings().weight
         if model.config.tie_word_embeddings:
-            # scaling a tied embedding also scales the inputs; Gemma and the norms make that mostly harmless
-            head.mul_(target_std / std)
+            norm = model.model.norm.weight
+            if name == "gemma3":  # stored as an offset from 1
+                norm.copy_((1.0 + norm) * (target_std / std) - 1.0)
+            else:
+                norm.mul_(target_std / std)
+            norm.copy_(norm.half().float())
         else:
+            head = model.get_output_embeddings().weight
             head.mul_(target_std / std)
-        head.copy_(head.half().float())
+            head.copy_(head.half().float())
         return model(ids).logits[0, -1].std().item()
 
 
@@ -572,7 +585,8 @@ def build_one(name: str, spec: dict, llama: Path, work: Path, out_dir: Path, qua
     info = {"name": name, "weights": ref["weights"], "size": final.stat().st_size, "head_std": head_std,
             "f64_diff": f64_diff, "max_weight_change": back["max_weight_change"],
             "min_first_std": min(c["first_step_logit_std"] for c in cases),
-            "min_gap": min(min(c["greedy_top2_gaps"]) for c in cases), "seconds": time.time() - t0}
+            "min_gap": min(min(c["greedy_top2_gaps"]) for c in cases),
+            "distinct_greedy": [len(set(c["greedy_tokens"])) for c in cases], "seconds": time.time() - t0}
     print(json.dumps(info), flush=True)
     return info
 
