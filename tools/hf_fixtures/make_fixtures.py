@@ -298,14 +298,21 @@ def long_text() -> str:
                     for i in range(1500))
 
 
-def prompts(tokenizer) -> list[tuple[str, list[int]]]:
+def prompts(tokenizer, name: str) -> list[tuple[str, list[int]]]:
+    """Ids from the `tokenizers` library on the tokenizer.json the GGUF was converted from: transformers
+    5's GPT2Tokenizer and LlamaTokenizer rebuild their own pre-tokenizers instead (GPT-2's regex for
+    Phi-4-style o200k vocabularies), which is not what llama.cpp or DOPPLER run. Chat templates are
+    rendered by transformers."""
+    from tokenizers import Tokenizer
+
+    raw = Tokenizer.from_file(str(TOKENIZERS / name / "tokenizer.json"))
     out = []
     for text in TEXT_CASES:
-        out.append((text, tokenizer(text)["input_ids"]))
+        out.append((text, raw.encode(text).ids))
     for messages in CHAT_CASES:
         rendered = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        out.append((rendered, tokenizer(rendered, add_special_tokens=False)["input_ids"]))
-    ids = tokenizer(long_text())["input_ids"][:LONG_PROMPT_TOKENS]
+        out.append((rendered, raw.encode(rendered, add_special_tokens=False).ids))
+    ids = raw.encode(long_text()).ids[:LONG_PROMPT_TOKENS]
     out.append((f"long text ({LONG_PROMPT_TOKENS} tokens of numbered entries; decode prompt_tokens)", ids))
     return out
 
@@ -411,6 +418,15 @@ def _type(self, token_id, token_text, special_ids):
     return gguf.TokenType.CONTROL if token_id in special_ids else gguf.TokenType.NORMAL
 gguf.vocab.LlamaHfVocab.get_token_score = _score
 gguf.vocab.LlamaHfVocab.get_token_type = _type
+# as the converter's tokenizer.model path does: user-defined pieces (Gemma's whitespace runs) are stored
+# with '\u2581' turned back into spaces, so they match raw text whole
+_hf_tokens = gguf.vocab.LlamaHfVocab.hf_tokens
+def _hf_tokens2(self):
+    for text, score, toktype in _hf_tokens(self):
+        if toktype == gguf.TokenType.USER_DEFINED:
+            text = text.replace("\u2581".encode(), b" ")
+        yield text, score, toktype
+gguf.vocab.LlamaHfVocab.hf_tokens = _hf_tokens2
 import conversion.gemma as gemma
 def _gemma_vocab(self):
     self._set_vocab_llama_hf()
@@ -564,7 +580,7 @@ def build_one(name: str, spec: dict, llama: Path, work: Path, out_dir: Path, qua
         convert(llama, hf_dir, final, outtype, spec["pre"])
         weights = outtype
     back = weights_from_gguf(model, layout, final, index_gguf, norm_shift=(name == "gemma3"))
-    cases, f64_diff = reference_cases(model, prompts(tokenizer), device)
+    cases, f64_diff = reference_cases(model, prompts(tokenizer, name), device)
     type_set = sorted(set(back["types"].values()))
     tolerance = 0.05
     ref = {

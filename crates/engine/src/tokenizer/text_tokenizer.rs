@@ -47,6 +47,9 @@ impl Tokenizer {
                 let pre_tokenizer = byte_level::pre_tokenizer(rules, &vocab)?;
                 let mut inner = tokenizers::Tokenizer::new(byte_level::model(spec, vocab, rules)?);
                 inner.with_pre_tokenizer(Some(pre_tokenizer));
+                if rules.nfc {
+                    inner.with_normalizer(Some(tokenizers::normalizers::NFC));
+                }
                 inner
             }
         };
