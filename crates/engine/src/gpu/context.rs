@@ -51,6 +51,9 @@ pub struct GpuCapabilities {
     pub max_workgroup_storage_bytes: u32,
     pub max_workgroup_invocations: u32,
     pub max_storage_buffers_per_stage: u32,
+    /// The adapter is the CPU (lavapipe, WARP): the kernels that spread work over thousands of
+    /// GPU threads trade it for fewer, larger workgroups there.
+    pub cpu_adapter: bool,
 }
 
 /// One adapter as `doppler devices` reports it.
@@ -158,6 +161,7 @@ fn capabilities(adapter: &wgpu::Adapter, options: &GpuOptions) -> GpuCapabilitie
         max_buffer_size: limits.max_buffer_size,
         max_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
         max_workgroup_storage_bytes: limits.max_compute_workgroup_storage_size,
+        cpu_adapter: info.device_type == wgpu::DeviceType::Cpu,
         max_workgroup_invocations: limits.max_compute_invocations_per_workgroup,
         max_storage_buffers_per_stage: limits.max_storage_buffers_per_shader_stage,
     }

@@ -255,7 +255,9 @@ pub fn normed_input_pays(ctx: &GpuContext, stack: &StackedMatrix, gated: bool) -
     let w = &stack.matrix;
     let (output_rows, max_rows) = if gated { (stack.parts[0].rows, GATED_MAX_ROWS) } else { (w.rows, 4) };
     let workgroups = output_rows.div_ceil(matvec_shape(w, max_rows, true).1);
-    normed_input_fits(ctx, w.row_len) && workgroups <= MAX_NORMED_INPUT_WORKGROUPS
+    // On a CPU adapter the norm repeated in every workgroup is CPU time, not idle GPU threads
+    // (lavapipe, Gemma 3 270M decode: 268 ms per token with the norm kernels apart, 460 fused).
+    !ctx.caps.cpu_adapter && normed_input_fits(ctx, w.row_len) && workgroups <= MAX_NORMED_INPUT_WORKGROUPS
 }
 
 /// Output rows per gated workgroup: each takes two sums and a workgroup holds four.
