@@ -16,7 +16,7 @@ TAURI_DRIVER := $(CURDIR)/target/tools/bin/tauri-driver
 
 ## Everything: style and lints, the other platforms type-checked, the engine and CLI (on
 ## lavapipe where there is no GPU), then the app.
-test: lint cross-check test-engine test-ui e2e
+test: test-engine test-ui e2e lint cross-check
 
 ## One style and no lint warnings, across every crate and every test.
 lint: check-system app-deps
@@ -44,8 +44,8 @@ test-engine: check-system app-deps test-models
 	DOPPLER_TEST_MODELS_DIR=$(TEST_MODELS_DIR) $(CARGO) test --workspace --release --no-fail-fast
 
 ## The desktop app's end-to-end tests: the real app under Xvfb, driven by tauri-driver and
-## WebKitWebDriver, on the default model from the store `make models` filled.
-e2e: app models tauri-driver
+## WebKitWebDriver, on the default model from the store `make test-models` filled.
+e2e: app test-models tauri-driver
 	TAURI_DRIVER=$(TAURI_DRIVER) tests/e2e/run.sh $(APP) $(SEED_TOOL)
 
 build:
@@ -55,7 +55,11 @@ build:
 models: build
 	$(DOPPLER) models fetch-defaults
 
-test-models: models
+## The CLI built with every workspace target, so the test build that follows reuses it (a
+## build of the CLI alone unifies dependency features differently and rebuilds half of them).
+test-models: check-system app-deps
+	$(CARGO) build --release --workspace --all-targets
+	$(DOPPLER) models fetch-defaults
 	@mkdir -p $(TEST_MODELS_DIR)
 	@for model in $(DEFAULT_MODELS); do \
 		file=$$($(DOPPLER) models path $$model) && ln -sfn "$$file" $(TEST_MODELS_DIR)/ || exit 1; \
