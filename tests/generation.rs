@@ -124,6 +124,22 @@ fn generation_behaviour() {
 
     session.set_steps_per_submit(1);
 
+    // A prefill on top of cached tokens (benchmarks at depth) samples what one prefill of
+    // both parts does.
+    let question = prompt(&model, " What about Spain?");
+    let mut whole = capital.clone();
+    whole.extend_from_slice(&question);
+    let greedy_sampling = SamplingParams::greedy();
+    let at_once = session.prefill_from_empty(&whole, &greedy_sampling).unwrap();
+    session.prefill_from_empty(&capital, &greedy_sampling).unwrap();
+    let on_top = session.prefill_after_cached(&question, &greedy_sampling).unwrap();
+    assert_eq!(on_top, at_once);
+    assert_eq!(session.cached_tokens(), &whole[..]);
+    assert!(matches!(
+        session.prefill_after_cached(&vec![capital[0]; 96], &greedy_sampling),
+        Err(GenerateError::PromptTooLong { .. })
+    ));
+
     // Seeded sampling reproduces itself; chat templates drive generation too.
     let sampled = GenerateOptions {
         sampling: SamplingParams {

@@ -1,6 +1,7 @@
 //! `doppler bench`: llama-bench's method. pp = one batch of N prompt tokens from an empty
 //! cache; tg = N tokens decoded one at a time from an empty cache, greedy, timed end to end
-//! (sampling and every CPU step included); a warm-up run is excluded; mean ± stddev.
+//! (sampling and every CPU step included); a warm-up run is excluded; mean ± stddev. With
+//! `--depth N` both run on top of N tokens already in the cache (llama-bench's `-d`).
 
 use std::time::Instant;
 
@@ -20,6 +21,9 @@ pub struct BenchArgs {
     gen_tokens: u32,
     #[arg(long, default_value_t = 5)]
     runs: u32,
+    /// Tokens in the KV cache before each pp and tg run (reported as e.g. tg128@d4096).
+    #[arg(long, default_value_t = 0)]
+    depth: u32,
     /// Decode steps per GPU submit (the GPU-resident decode loop reads tokens back once per
     /// submit); by default the engine sizes batches as it does for every generation.
     #[arg(long)]
@@ -64,6 +68,7 @@ struct BenchReport {
     prompt_tokens: u32,
     gen_tokens: u32,
     runs: u32,
+    depth: u32,
     /// `null`: sized by the engine.
     steps_per_submit: Option<usize>,
     pp_tokens_per_second: Stat,
@@ -89,7 +94,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
-    let context = args.prompt_tokens.max(args.gen_tokens + 1) + 16;
+    let context = args.depth + args.prompt_tokens.max(args.gen_tokens + 1) + 16;
     let model = load_with(&args.model, Some(context), Some(args.prompt_tokens.max(1)))?;
     let mut session = model.new_session()?;
     if let Some(steps) = args.steps_per_submit {
@@ -100,6 +105,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
     // A fixed, varied prompt: ids spread over the vocabulary.
     let prompt: Vec<u32> =
         std::iter::once(bos).chain((1..args.prompt_tokens).map(|i| (i * 7919 + 13) % vocab)).collect();
+    // The cache's content at depth: other ids than the prompt's, so nothing is reused.
+    let filler: Vec<u32> =
+        std::iter::once(bos).chain((1..args.depth).map(|i| (i * 104_729 + 7) % vocab)).collect();
+    let mut tg_prompt = if args.depth > 0 { filler.clone() } else { Vec::new() };
+    tg_prompt.push(bos);
     let greedy = SamplingParams::greedy();
     let options = GenerateOptions {
         sampling: greedy.clone(),
@@ -115,16 +125,26 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut submits_per_token = Vec::new();
     let mut intervals = Vec::new();
     for run in 0..=args.runs {
-        let started = Instant::now();
-        session.prefill_from_empty(&prompt, &greedy)?;
-        let pp_seconds = started.elapsed().as_secs_f64();
+        let pp_seconds = if args.depth > 0 {
+            session.prefill_from_empty(&filler, &greedy)?;
+            let started = Instant::now();
+            session.prefill_after_cached(&prompt, &greedy)?;
+            started.elapsed().as_secs_f64()
+        } else {
+            let started = Instant::now();
+            session.prefill_from_empty(&prompt, &greedy)?;
+            started.elapsed().as_secs_f64()
+        };
 
         session.reset();
+        if args.depth > 0 {
+            session.prefill_from_empty(&filler, &greedy)?;
+        }
         let started = Instant::now();
         let mut last = started;
         let mut first_token_ms = None;
         let mut token_intervals = Vec::new();
-        let summary = session.generate(&[bos], &options, &CancelToken::new(), &mut |_| {
+        let summary = session.generate(&tg_prompt, &options, &CancelToken::new(), &mut |_| {
             let now = Instant::now();
             first_token_ms.get_or_insert((now - started).as_secs_f64() * 1e3);
             token_intervals.push((now - last).as_secs_f64() * 1e3);
@@ -153,6 +173,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         prompt_tokens: args.prompt_tokens,
         gen_tokens: args.gen_tokens,
         runs: args.runs,
+        depth: args.depth,
         steps_per_submit: args.steps_per_submit,
         pp_tokens_per_second: Stat::of(pp),
         tg_tokens_per_second: Stat::of(tg),
@@ -170,12 +191,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!("{} ({} {}) on {}", report.model, report.architecture, report.quantization, report.adapter);
+        let at_depth = if args.depth > 0 { format!("@d{}", args.depth) } else { String::new() };
         println!(
-            "pp{}: {:.1} ± {:.1} tok/s",
+            "pp{}{at_depth}: {:.1} ± {:.1} tok/s",
             args.prompt_tokens, report.pp_tokens_per_second.mean, report.pp_tokens_per_second.stddev
         );
         println!(
-            "tg{}: {:.1} ± {:.1} tok/s",
+            "tg{}{at_depth}: {:.1} ± {:.1} tok/s",
             args.gen_tokens, report.tg_tokens_per_second.mean, report.tg_tokens_per_second.stddev
         );
         println!(

@@ -461,6 +461,24 @@ impl Session {
         self.prefill(tokens)
     }
 
+    /// Runs `tokens` as prefill after the cached ones and returns the token sampled after them
+    /// (benchmarks at depth time exactly this, after `prefill_from_empty` filled the cache).
+    pub fn prefill_after_cached(
+        &mut self,
+        tokens: &[u32],
+        sampling: &SamplingParams,
+    ) -> Result<u32, GenerateError> {
+        let total = self.cached.len() + tokens.len();
+        if tokens.is_empty() || total >= self.graph.context_len as usize {
+            return Err(GenerateError::PromptTooLong {
+                prompt_tokens: total,
+                context_len: self.graph.context_len as usize,
+            });
+        }
+        self.sampler.set_params(&self.model.ctx.queue, sampling);
+        self.prefill(tokens)
+    }
+
     /// Runs `tokens` from an empty cache and returns the logits after the last one.
     /// For tests and evaluation: generation never reads logits back.
     pub fn logits_after(&mut self, tokens: &[u32]) -> Result<Vec<f32>, GenerateError> {
