@@ -15,6 +15,8 @@ SHAPES=(
   "qwen2 qwen2.5-1.5b qwen2" "qwen2 qwen2.5-7b qwen2" "qwen3 qwen3-4b qwen3" "phi3 phi3.5-mini phi3"
 )
 RUNS=${RUNS:-3}
+# Tokens in the KV cache under each measurement (llama-bench's -d).
+DEPTHS=${DEPTHS:-0 4096}
 MODELS=/tmp/matrix
 D=.device-carry/bin/doppler
 for f in .gl/*.deb; do dpkg -x "$f" / >/dev/null; done; ldconfig
@@ -39,44 +41,47 @@ compare() {
   mkdir -p $MODELS/llama $MODELS/doppler
   for shape in "${SHAPES[@]}"; do
     set -- $shape
-    [ -f $MODELS/doppler/$2.json ] && continue
+    [ -f $MODELS/llama/$2-cuda.json ] && continue
     [ $SECONDS -lt ${COMPARE_SECONDS:-480} ] || break
-    $D bench --model $MODELS/$2.gguf --runs $RUNS --json > $MODELS/doppler/$2.tmp 2> $MODELS/doppler/$2.err \
-      && mv $MODELS/doppler/$2.tmp $MODELS/doppler/$2.json || tail -3 $MODELS/doppler/$2.err
+    for depth in $DEPTHS; do
+      $D bench --model $MODELS/$2.gguf --runs $RUNS --depth $depth --json > $MODELS/doppler/$2-d$depth.json \
+        2> $MODELS/doppler/$2.err || tail -3 $MODELS/doppler/$2.err
+    done
     for backend in vk cuda; do
       LD_LIBRARY_PATH=$L/build-$backend/bin $L/build-$backend/bin/llama-bench -m $MODELS/$2.gguf -ngl 99 \
-        -p 512 -n 128 -r $RUNS -o json > $MODELS/llama/$2-$backend.json 2> $MODELS/llama/$2-$backend.err \
+        -p 512 -n 128 -d ${DEPTHS// /,} -r $RUNS -o json > $MODELS/llama/$2-$backend.json 2> $MODELS/llama/$2-$backend.err \
         || tail -3 $MODELS/llama/$2-$backend.err
     done
   done
-  python3 - "$MODELS" "${SHAPES[@]}" > $OUT/matrix.json <<'PY'
+  python3 - "$MODELS" "$DEPTHS" "${SHAPES[@]}" > $OUT/matrix.json <<'PY'
 import json, sys
-models, shapes = sys.argv[1], [s.split()[1] for s in sys.argv[2:]]
-def llama(shape, backend):
+models, depths, shapes = sys.argv[1], [int(d) for d in sys.argv[2].split()], [s.split()[1] for s in sys.argv[3:]]
+def llama(shape, backend, depth):
     try:
         rows = json.load(open(f"{models}/llama/{shape}-{backend}.json"))
     except (OSError, ValueError):
         return None
-    pick = lambda p, n: next((r["avg_ts"] for r in rows if r["n_prompt"] == p and r["n_gen"] == n), None)
+    pick = lambda p, n: next((r["avg_ts"] for r in rows
+                              if r["n_prompt"] == p and r["n_gen"] == n and r.get("n_depth", 0) == depth), None)
     return {"pp512": pick(512, 0), "tg128": pick(0, 128)}
 def ratio(a, b):
     return round(a / b, 3) if a and b else None
 rows = []
-for shape in shapes:
+for shape, depth in ((shape, depth) for shape in shapes for depth in depths):
     try:
-        ours = json.load(open(f"{models}/doppler/{shape}.json"))
+        ours = json.load(open(f"{models}/doppler/{shape}-d{depth}.json"))
         doppler = {"pp512": ours["pp_tokens_per_second"]["mean"], "tg128": ours["tg_tokens_per_second"]["mean"]}
     except (OSError, ValueError, KeyError):
         doppler = None
-    vk, cuda = llama(shape, "vk"), llama(shape, "cuda")
+    vk, cuda = llama(shape, "vk", depth), llama(shape, "cuda", depth)
     rows.append({
-        "shape": shape, "doppler": doppler, "llama_cpp_vulkan": vk, "llama_cpp_cuda": cuda,
+        "shape": shape, "depth": depth, "doppler": doppler, "llama_cpp_vulkan": vk, "llama_cpp_cuda": cuda,
         "decode_vs_cuda": ratio(doppler and doppler["tg128"], cuda and cuda["tg128"]),
         "prefill_vs_vulkan": ratio(doppler and doppler["pp512"], vk and vk["pp512"]),
     })
     r = rows[-1]
-    print(f"{shape:14} doppler {doppler} vk {vk} cuda {cuda} decode/cuda {r['decode_vs_cuda']} prefill/vk {r['prefill_vs_vulkan']}", file=sys.stderr)
-json.dump({"device": "NVIDIA H100 80GB HBM3 (Vulkan for DOPPLER)", "depth": 0, "rows": rows}, sys.stdout, indent=1)
+    print(f"{shape:14} d{depth:<5} doppler {doppler} vk {vk} cuda {cuda} decode/cuda {r['decode_vs_cuda']} prefill/vk {r['prefill_vs_vulkan']}", file=sys.stderr)
+json.dump({"device": "NVIDIA H100 80GB HBM3 (Vulkan for DOPPLER)", "rows": rows}, sys.stdout, indent=1)
 PY
 }
 
