@@ -44,8 +44,9 @@ test-engine: check-system app-deps test-models
 	DOPPLER_TEST_MODELS_DIR=$(TEST_MODELS_DIR) $(CARGO) test --workspace --release --no-fail-fast
 
 ## The desktop app's end-to-end tests: the real app under Xvfb, driven by tauri-driver and
-## WebKitWebDriver, on the default model from the store `make test-models` filled.
-e2e: app test-models tauri-driver
+## WebKitWebDriver, on the default model from the store `make test-models` filled (first: its
+## workspace build leaves an app binary without the built-in UI, which `app` then replaces).
+e2e: test-models app tauri-driver
 	TAURI_DRIVER=$(TAURI_DRIVER) tests/e2e/run.sh $(APP) $(SEED_TOOL)
 
 build:
