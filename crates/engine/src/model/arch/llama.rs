@@ -54,17 +54,8 @@ impl ArchitectureSpec for Llama {
         LayerLayout::PLAIN
     }
 
-    fn record_layer<'a>(
-        &self,
-        lc: &LayerContext<'a>,
-        ops: &mut OpList,
-        index: u32,
-        w: &'a LayerWeights,
-        cache: &KvCache,
-        rope: &RopeTable,
-        next_norm: &'a wgpu::Buffer,
-    ) -> Result<(), KernelError> {
-        record_pre_norm_layer(lc, ops, index, w, cache, rope, next_norm, RopeStyle::Interleaved)
+    fn rope_style(&self) -> RopeStyle {
+        RopeStyle::Interleaved
     }
 }
 

@@ -21,7 +21,11 @@ use super::{
 };
 use crate::{
     gpu::OpList,
-    kernels::{attention::KvCache, rope::RopeTable, KernelError},
+    kernels::{
+        attention::KvCache,
+        rope::{RopeStyle, RopeTable},
+        KernelError,
+    },
 };
 
 /// How an architecture stores two or more matrices that read the same input.
@@ -64,7 +68,9 @@ pub(super) trait ArchitectureSpec: Sync {
 
     /// Reads the architecture's own metadata and tensors into `config`, which holds the common
     /// hyperparameters and the defaults (plain RoPE at the file's base, 1/sqrt(head_dim)).
-    fn configure(&self, reader: &ConfigReader, config: &mut ModelConfig) -> Result<(), ModelError>;
+    fn configure(&self, _reader: &ConfigReader, _config: &mut ModelConfig) -> Result<(), ModelError> {
+        Ok(())
+    }
 
     /// `rope.scaling.type` values it handles beyond "none" and "linear" (common to all).
     fn rope_scaling_types(&self) -> &'static [&'static str] {
@@ -78,8 +84,14 @@ pub(super) trait ArchitectureSpec: Sync {
         1.0
     }
 
+    /// How RoPE pairs the dimensions of the default layer's q and k.
+    fn rope_style(&self) -> RopeStyle {
+        RopeStyle::Neox
+    }
+
     /// Records layer `index`; `lc.acts.normed` holds its attention pre-norm of the residual
-    /// stream on entry and `next_norm` of the updated stream on exit.
+    /// stream on entry and `next_norm` of the updated stream on exit. By default Llama's
+    /// pre-norm layer, whose tensors (`layout`) and RoPE style vary by architecture.
     #[allow(clippy::too_many_arguments)]
     fn record_layer<'a>(
         &self,
@@ -90,7 +102,9 @@ pub(super) trait ArchitectureSpec: Sync {
         cache: &KvCache,
         rope: &RopeTable,
         next_norm: &'a wgpu::Buffer,
-    ) -> Result<(), KernelError>;
+    ) -> Result<(), KernelError> {
+        llama::record_pre_norm_layer(lc, ops, index, w, cache, rope, next_norm, self.rope_style())
+    }
 }
 
 /// Every architecture the engine runs.

@@ -13,16 +13,8 @@
 //! when the file has no key (1 when s ≤ 1). Sliding windows (Phi-3 mini 4k) are not applied,
 //! as in llama.cpp.
 
-use super::{llama::record_pre_norm_layer, ArchitectureSpec, LayerContext, LayerLayout, Storage};
-use crate::{
-    gpu::OpList,
-    kernels::{
-        attention::KvCache,
-        rope::{RopeStyle, RopeTable},
-        KernelError,
-    },
-    model::{ConfigReader, LayerWeights, LongRope, ModelConfig, ModelError},
-};
+use super::{ArchitectureSpec, LayerLayout, Storage};
+use crate::model::{ConfigReader, LongRope, ModelConfig, ModelError};
 
 pub struct Phi3;
 
@@ -63,19 +55,6 @@ impl ArchitectureSpec for Phi3 {
 
     fn layout(&self) -> LayerLayout {
         LayerLayout { qkv: Storage::Fused, gate_up: Storage::Fused, ..LayerLayout::PLAIN }
-    }
-
-    fn record_layer<'a>(
-        &self,
-        lc: &LayerContext<'a>,
-        ops: &mut OpList,
-        index: u32,
-        w: &'a LayerWeights,
-        cache: &KvCache,
-        rope: &RopeTable,
-        next_norm: &'a wgpu::Buffer,
-    ) -> Result<(), KernelError> {
-        record_pre_norm_layer(lc, ops, index, w, cache, rope, next_norm, RopeStyle::Neox)
     }
 }
 

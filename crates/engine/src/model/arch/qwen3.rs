@@ -2,16 +2,7 @@
 //! and no biases. GGUF stores the q/k norm weights as the multipliers themselves (Qwen has no
 //! +1 convention), so they go to the same kernel as Gemma 3's.
 
-use super::{llama::record_pre_norm_layer, ArchitectureSpec, LayerContext, LayerLayout};
-use crate::{
-    gpu::OpList,
-    kernels::{
-        attention::KvCache,
-        rope::{RopeStyle, RopeTable},
-        KernelError,
-    },
-    model::{ConfigReader, LayerWeights, ModelConfig, ModelError},
-};
+use super::{ArchitectureSpec, LayerLayout};
 
 pub struct Qwen3;
 
@@ -20,24 +11,7 @@ impl ArchitectureSpec for Qwen3 {
         "qwen3"
     }
 
-    fn configure(&self, _reader: &ConfigReader, _config: &mut ModelConfig) -> Result<(), ModelError> {
-        Ok(())
-    }
-
     fn layout(&self) -> LayerLayout {
         LayerLayout { qk_norm: true, ..LayerLayout::PLAIN }
-    }
-
-    fn record_layer<'a>(
-        &self,
-        lc: &LayerContext<'a>,
-        ops: &mut OpList,
-        index: u32,
-        w: &'a LayerWeights,
-        cache: &KvCache,
-        rope: &RopeTable,
-        next_norm: &'a wgpu::Buffer,
-    ) -> Result<(), KernelError> {
-        record_pre_norm_layer(lc, ops, index, w, cache, rope, next_norm, RopeStyle::Neox)
     }
 }
