@@ -34,7 +34,11 @@ fn every_synthetic_shape_loads_and_steps() {
         let path = scratch.path().join(format!("{arch}-{size}.gguf"));
         write_synthetic(&tiny, &donor, &path, 7).unwrap();
         let model = engine
-            .load_model(&path, LoadOptions { context_len: Some(64), max_batch: Some(8) }, &mut |_| {})
+            .load_model(
+                &path,
+                LoadOptions { context_len: Some(64), max_batch: Some(8), ..Default::default() },
+                &mut |_| {},
+            )
             .unwrap_or_else(|e| panic!("{arch} {size}: {e}"));
         assert_eq!(model.info().architecture, shape.arch);
         let mut session = model.new_session().unwrap();

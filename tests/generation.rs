@@ -20,7 +20,11 @@ fn model() -> Option<Arc<LoadedModel>> {
     let path = Path::new(&dir).join("SmolLM2-135M-Instruct.Q4_1.gguf");
     Some(
         engine
-            .load_model(&path, LoadOptions { context_len: Some(96), max_batch: Some(16) }, &mut |_| {})
+            .load_model(
+                &path,
+                LoadOptions { context_len: Some(96), max_batch: Some(16), ..Default::default() },
+                &mut |_| {},
+            )
             .unwrap(),
     )
 }

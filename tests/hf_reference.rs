@@ -57,7 +57,8 @@ fn check_fixture(name: &str) {
     // 2,048 positions), the engine by context length, as llama.cpp does: short prompts run
     // in a context within the original one, long prompts in one that holds them.
     let load = |context_len: u32| {
-        let options = LoadOptions { context_len: Some(context_len), max_batch: Some(64) };
+        let options =
+            LoadOptions { context_len: Some(context_len), max_batch: Some(64), ..Default::default() };
         let model = engine.load_model(&dir.join("model.gguf"), options, &mut |_| {}).unwrap();
         assert_eq!(model.info().architecture, reference.architecture);
         model

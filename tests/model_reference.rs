@@ -68,7 +68,7 @@ fn load_model(file: &str) -> Option<Arc<LoadedModel>> {
         panic!("DOPPLER_TEST_MODELS_DIR is not set: run `make test`, or set DOPPLER_ALLOW_MISSING_MODELS=1 to skip");
     };
     let path = Path::new(&dir).join(file);
-    let options = LoadOptions { context_len: Some(512), max_batch: Some(128) };
+    let options = LoadOptions { context_len: Some(512), max_batch: Some(128), ..Default::default() };
     Some(
         engine()
             .load_model(&path, options, &mut |_| {})

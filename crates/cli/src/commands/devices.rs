@@ -1,4 +1,5 @@
 use anyhow::Result;
+use doppler_engine::store::ByteSize;
 
 #[derive(clap::Args)]
 pub struct DevicesArgs {
@@ -38,6 +39,17 @@ pub fn run(args: DevicesArgs) -> Result<()> {
             caps.max_storage_binding >> 20,
             caps.max_buffer_size >> 20,
             caps.max_workgroup_storage_bytes >> 10
+        );
+        let memory = &adapter.memory;
+        let optional = |bytes: Option<u64>| bytes.map_or("unknown".to_string(), |b| ByteSize(b).to_string());
+        println!(
+            "    memory: {} — device {} ({} free)  host RAM {} ({} free)  model budget {}",
+            memory.tier.describe(),
+            optional(memory.device_total),
+            optional(memory.device_available),
+            ByteSize(memory.host_total),
+            ByteSize(memory.host_available),
+            optional(memory.budget)
         );
     }
     Ok(())

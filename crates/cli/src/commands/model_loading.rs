@@ -13,6 +13,9 @@ pub struct ModelArgs {
     /// Context length in tokens, the KV cache sized to it (default: the model's, capped at 8192).
     #[arg(long)]
     pub ctx: Option<u32>,
+    /// GPU memory the model may take, e.g. `6GiB` (default: the adapter's budget, see `doppler devices`).
+    #[arg(long, value_name = "BYTES")]
+    pub gpu_memory: Option<bytesize::ByteSize>,
 }
 
 pub fn resolve_model_path(name_or_path: &str) -> Result<PathBuf> {
@@ -36,7 +39,8 @@ pub fn load_with(
 ) -> Result<Arc<LoadedModel>> {
     let path = resolve_model_path(&args.model)?;
     let engine = Engine::new(EngineOptions::default())?;
-    let options = LoadOptions { context_len, max_batch };
+    let options =
+        LoadOptions { context_len, max_batch, memory_budget: args.gpu_memory.map(|bytes| bytes.as_u64()) };
     let model = engine
         .load_model(&path, options, &mut |_| {})
         .with_context(|| format!("loading {}", path.display()))?;

@@ -6,7 +6,7 @@ use super::{session::Session, GenerateError};
 use crate::{
     gguf::GgufFile,
     gpu::{GpuContext, GpuOptions},
-    model::{ModelConfig, ModelWeights},
+    model::{FitAdvice, MemoryFootprint, ModelConfig, ModelTooLarge, ModelWeights, SessionShape},
     tokenizer::{ChatTemplate, Tokenizer},
 };
 
@@ -37,6 +37,8 @@ pub struct LoadOptions {
     pub context_len: Option<u32>,
     /// Tokens per prefill step; default 128.
     pub max_batch: Option<u32>,
+    /// Bytes of GPU memory the model may take; default: the adapter's budget (`GpuMemory`).
+    pub memory_budget: Option<u64>,
 }
 
 /// Load progress for a progress bar.
@@ -58,6 +60,8 @@ pub struct ModelInfo {
     pub context_len: u32,
     pub n_layers: u32,
     pub vocab_size: u32,
+    /// GPU memory of the weights and of one session, as estimated before the upload.
+    pub footprint: MemoryFootprint,
 }
 
 /// A model on the GPU with its tokenizer and chat template; sessions share its weights.
@@ -104,22 +108,29 @@ impl Engine {
         }
         let context_len = options.context_len.unwrap_or(config.train_context.min(DEFAULT_CONTEXT_CAP)).max(1);
         let max_batch = options.max_batch.unwrap_or(DEFAULT_MAX_BATCH).clamp(1, context_len);
+        let name = model_name(&gguf, path)?;
+        let quantization = quantization_label(&gguf);
+        let footprint = self.check_fit(
+            &gguf,
+            &config,
+            &name,
+            &quantization,
+            (context_len, max_batch),
+            options.memory_budget,
+        )?;
         let weights = ModelWeights::upload(&self.ctx, &gguf, &config, &mut |fraction| {
             progress(LoadProgress { fraction, stage: "uploading weights" })
         })?;
         let info = ModelInfo {
-            name: gguf
-                .metadata()
-                .get_str("general.name")?
-                .map(str::to_string)
-                .unwrap_or_else(|| file_stem(path)),
+            name,
             architecture: config.architecture.name().to_string(),
-            quantization: quantization_label(&gguf),
+            quantization,
             file_size: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
             weight_bytes: weights.bytes,
             context_len,
             n_layers: config.n_layers,
             vocab_size: config.vocab_size,
+            footprint,
         };
         progress(LoadProgress { fraction: 1.0, stage: "ready" });
         Ok(Arc::new(LoadedModel {
@@ -131,6 +142,43 @@ impl Engine {
             info,
             max_batch,
         }))
+    }
+}
+
+impl Engine {
+    /// The model's footprint in a session of `context_len` tokens, refused (before anything is
+    /// allocated) where it exceeds the budget.
+    fn check_fit(
+        &self,
+        gguf: &GgufFile,
+        config: &ModelConfig,
+        name: &str,
+        quantization: &str,
+        (context_len, max_batch): (u32, u32),
+        budget: Option<u64>,
+    ) -> Result<MemoryFootprint, GenerateError> {
+        let caps = &self.ctx.caps;
+        let shape = SessionShape {
+            context_len,
+            max_batch,
+            kv_f16: caps.shader_f16,
+            max_storage_binding: caps.max_storage_binding,
+        };
+        let footprint = MemoryFootprint::estimate(gguf, config, &shape);
+        let memory = self.ctx.memory();
+        let Some(budget) = budget.or(memory.budget) else { return Ok(footprint) };
+        if footprint.total() <= budget {
+            return Ok(footprint);
+        }
+        Err(GenerateError::TooLarge(Box::new(ModelTooLarge {
+            model: name.to_string(),
+            adapter: self.ctx.adapter_info.name.clone(),
+            tier: memory.tier.describe(),
+            footprint,
+            context_len,
+            budget,
+            advice: FitAdvice::for_budget(&footprint, gguf, config, &shape, budget, quantization),
+        })))
     }
 }
 
@@ -161,8 +209,11 @@ impl LoadedModel {
     }
 }
 
-fn file_stem(path: &Path) -> String {
-    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".to_string())
+/// The file's `general.name`, else its file name.
+fn model_name(gguf: &GgufFile, path: &Path) -> Result<String, GenerateError> {
+    Ok(gguf.metadata().get_str("general.name")?.map(str::to_string).unwrap_or_else(|| {
+        path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".to_string())
+    }))
 }
 
 /// llama.cpp's file-type label (`Q4_K_M`…) where the file says, else the most common matrix type.

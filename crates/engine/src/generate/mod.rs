@@ -38,6 +38,8 @@ pub enum GenerateError {
     Template(#[from] TemplateError),
     #[error("invalid model: {0}")]
     InvalidModel(String),
+    #[error(transparent)]
+    TooLarge(#[from] Box<crate::model::ModelTooLarge>),
     #[error("the prompt is empty")]
     EmptyPrompt,
     #[error("the prompt is {prompt_tokens} tokens but the context holds {context_len}; shorten it or load the model with a longer context")]

@@ -3,7 +3,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use wgpu::util::DeviceExt;
 
-use super::pipeline_cache::PipelineCache;
+use super::{memory::GpuMemory, pipeline_cache::PipelineCache};
 
 /// Why no usable GPU device could be opened.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +66,7 @@ pub struct AdapterSummary {
     pub driver_info: String,
     pub features: Vec<String>,
     pub capabilities: GpuCapabilities,
+    pub memory: GpuMemory,
 }
 
 /// How to choose and configure the GPU device.
@@ -177,6 +178,7 @@ fn summarize(adapter: &wgpu::Adapter) -> AdapterSummary {
         driver_info: info.driver_info.clone(),
         features: adapter.features().iter_names().map(|(name, _)| name.to_string()).collect(),
         capabilities: capabilities(adapter, &GpuOptions { want_timestamps: true, ..Default::default() }),
+        memory: GpuMemory::of_adapter(adapter),
     }
 }
 
@@ -254,6 +256,16 @@ impl GpuContext {
         tracing::info!(adapter = %adapter_info.name, backend = ?adapter_info.backend, ?caps, "GPU device opened");
         let pipelines = PipelineCache::new(caps.clone());
         Ok(Arc::new(GpuContext { device, queue, adapter_info, caps, pipelines }))
+    }
+
+    /// The adapter's memory tier and what is free on it now.
+    pub fn memory(&self) -> GpuMemory {
+        GpuMemory::of_device(&self.device, self.adapter_info.device_type)
+    }
+
+    /// Bytes of GPU memory this device holds now, where the backend's allocator reports it.
+    pub fn allocated_bytes(&self) -> Option<u64> {
+        self.device.generate_allocator_report().map(|report| report.total_allocated_bytes)
     }
 
     /// A one-line description for logs and benchmark reports.

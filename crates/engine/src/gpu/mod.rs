@@ -1,7 +1,8 @@
 //! The wgpu runtime: device choice, shader variants, the pipeline cache, recorded op lists,
-//! weights on the GPU and the per-kernel profiler.
+//! weights on the GPU, the per-kernel profiler and memory tiers.
 
 mod context;
+mod memory;
 mod op_list;
 mod pipeline_cache;
 mod profiler;
@@ -12,6 +13,7 @@ pub use context::{
     list_adapters, map_and_read, map_and_read_after, AdapterSummary, GpuCapabilities, GpuContext, GpuError,
     GpuInitError, GpuOptions,
 };
+pub use memory::{AdapterKind, GpuMemory, MemoryKind, MemorySource, MemoryTier};
 pub use op_list::{grid, Dispatch, DispatchSwitch, OpList, Workgroups};
 pub use pipeline_cache::{PipelineCache, PipelineError};
 pub use profiler::{KernelProfiler, KernelTiming};

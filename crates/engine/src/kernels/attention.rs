@@ -20,10 +20,18 @@ pub struct KvCache {
 }
 
 impl KvCache {
+    /// Bytes of a layer's keys and values together.
+    pub fn bytes(cache_len: u32, n_kv_heads: u32, head_dim: u32, f16: bool) -> u64 {
+        2 * Self::half_bytes(cache_len, n_kv_heads, head_dim, f16)
+    }
+
+    fn half_bytes(cache_len: u32, n_kv_heads: u32, head_dim: u32, f16: bool) -> u64 {
+        u64::from(cache_len) * u64::from(n_kv_heads) * u64::from(head_dim) * if f16 { 2 } else { 4 }
+    }
+
     pub fn new(ctx: &GpuContext, label: &str, cache_len: u32, n_kv_heads: u32, head_dim: u32) -> Self {
         let f16 = ctx.caps.shader_f16;
-        let bytes =
-            u64::from(cache_len) * u64::from(n_kv_heads) * u64::from(head_dim) * if f16 { 2 } else { 4 };
+        let bytes = Self::half_bytes(cache_len, n_kv_heads, head_dim, f16);
         Self {
             k: ctx.zeroed_storage(&format!("{label} k"), bytes),
             v: ctx.zeroed_storage(&format!("{label} v"), bytes),
@@ -206,6 +214,19 @@ fn key_slices(max_keys: u32) -> u32 {
     max_keys.div_ceil(MIN_KEYS_PER_SLICE).clamp(1, MAX_KEY_SLICES)
 }
 
+/// Bytes of the per-slice values and (max, sum) stats of a decode attention layer over at most
+/// `max_keys` keys.
+fn split_buffer_sizes(n_heads: u32, head_dim: u32, max_keys: u32) -> (u64, u64) {
+    let partials = u64::from(n_heads) * u64::from(key_slices(max_keys));
+    (partials * u64::from(head_dim) * 4, partials * 8)
+}
+
+/// Scratch a decode attention layer keeps for its key slices (see `split_buffer_sizes`).
+pub fn split_scratch_bytes(n_heads: u32, head_dim: u32, max_keys: u32) -> u64 {
+    let (values, stats) = split_buffer_sizes(n_heads, head_dim, max_keys);
+    values + stats
+}
+
 /// Records decode attention (a step of exactly one token) as in `record_attention`, split
 /// over key slices: one workgroup per (head, slice), then one per head merges the slices.
 pub fn record_decode_attention(
@@ -270,9 +291,9 @@ fn record_split_attention(
             (qk.table.rot_dim, qk.table.max_positions, qk.eps());
     }
     let params = ctx.uniform_buffer(label, &params);
-    let split_acc = ctx
-        .zeroed_storage(&format!("{label} slice values"), u64::from(n_heads * slices * cache.head_dim) * 4);
-    let split_stats = ctx.zeroed_storage(&format!("{label} slice stats"), u64::from(n_heads * slices) * 8);
+    let (values_bytes, stats_bytes) = split_buffer_sizes(n_heads, cache.head_dim, max_keys);
+    let split_acc = ctx.zeroed_storage(&format!("{label} slice values"), values_bytes);
+    let split_stats = ctx.zeroed_storage(&format!("{label} slice stats"), stats_bytes);
     let mut defines = cache.defines();
     defines.retain(|d| d.name != "WG");
     defines.extend([

@@ -86,6 +86,11 @@ pub struct RopeTable {
 }
 
 impl RopeTable {
+    /// Bytes of the table for `max_positions` positions: a (cos, sin) f32 pair per rotated pair.
+    pub fn bytes(rot_dim: u32, max_positions: u32) -> u64 {
+        u64::from(max_positions) * u64::from(rot_dim / 2) * 8
+    }
+
     pub fn new(ctx: &GpuContext, rope: &RopeFrequencies, rot_dim: u32, max_positions: u32) -> Self {
         let table = rope_table(rope, rot_dim, max_positions);
         let buffer = ctx.storage_buffer("rope table", bytemuck::cast_slice(&table));

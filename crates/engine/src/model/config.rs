@@ -106,6 +106,15 @@ impl ModelConfig {
             && !(index + 1).is_multiple_of(self.sliding_window_pattern)
     }
 
+    /// Key/value slots layer `index` keeps in a session of `context_len` tokens: a sliding
+    /// layer only its window and the prefill step that writes before it reads.
+    pub fn kv_cache_len(&self, index: u32, context_len: u32, max_batch: u32) -> u32 {
+        match self.is_sliding_layer(index) {
+            true => context_len.min(self.sliding_window.saturating_add(max_batch)),
+            false => context_len,
+        }
+    }
+
     /// The RoPE of full-attention layers in a session of `context_len` tokens.
     pub fn rope_for_context(&self, context_len: u32) -> &RopeFrequencies {
         match &self.rope_long {

@@ -53,34 +53,85 @@ pub struct Activations {
     pub logits: wgpu::Buffer,
 }
 
-impl Activations {
-    fn new(ctx: &GpuContext, config: &ModelConfig, max_tokens: u32) -> Self {
+/// Bytes of each activation buffer: one source for the allocation and the memory estimate.
+pub struct ActivationSizes {
+    tokens: u64,
+    hidden: u64,
+    hidden_alt: u64,
+    normed: u64,
+    q: u64,
+    kv: u64,
+    attention: u64,
+    projection: u64,
+    ffn: u64,
+    matmul_splits: u64,
+    last_normed: u64,
+    logits: u64,
+}
+
+/// The `Step` struct of `step.wgsl`.
+const STEP_BYTES: u64 = 16;
+
+impl ActivationSizes {
+    pub fn new(config: &ModelConfig, max_tokens: u32, max_storage_binding: u64) -> Self {
         let floats = |per_token: u32| u64::from(max_tokens) * u64::from(per_token) * 4;
         let q_dim = config.n_heads * config.head_dim;
-        let kv_dim = config.n_kv_heads * config.head_dim;
         Self {
-            max_tokens,
-            tokens: ctx.zeroed_storage("tokens", u64::from(max_tokens) * 4),
-            step: ctx.zeroed_storage("step", 16),
-            hidden: ctx.zeroed_storage("hidden", floats(config.hidden)),
-            hidden_alt: ctx.zeroed_storage("hidden (alternate)", u64::from(config.hidden) * 4),
-            normed: ctx.zeroed_storage("normed", floats(config.hidden)),
-            q: ctx.zeroed_storage("q", floats(q_dim)),
-            k: ctx.zeroed_storage("k", floats(kv_dim)),
-            v: ctx.zeroed_storage("v", floats(kv_dim)),
-            attention: ctx.zeroed_storage("attention", floats(q_dim)),
-            projection: ctx.zeroed_storage("projection", floats(config.hidden)),
-            gate: ctx.zeroed_storage("gate", floats(config.ffn_hidden)),
-            up: ctx.zeroed_storage("up", floats(config.ffn_hidden)),
+            tokens: u64::from(max_tokens) * 4,
+            hidden: floats(config.hidden),
+            hidden_alt: u64::from(config.hidden) * 4,
+            normed: floats(config.hidden),
+            q: floats(q_dim),
+            kv: floats(config.n_kv_heads * config.head_dim),
+            attention: floats(q_dim),
+            projection: floats(config.hidden),
+            ffn: floats(config.ffn_hidden),
             // Enough for the narrow products that need splitting (rows up to the hidden or
             // q width); wider ones have workgroups enough, or split less.
-            matmul_splits: ctx.zeroed_storage(
-                "matmul splits",
-                (floats(config.hidden.max(q_dim)) * u64::from(MAX_K_SPLITS))
-                    .min(ctx.caps.max_storage_binding & !3),
-            ),
-            last_normed: ctx.zeroed_storage("last normed", u64::from(config.hidden) * 4),
-            logits: ctx.zeroed_storage("logits", u64::from(config.vocab_size) * 4),
+            matmul_splits: (floats(config.hidden.max(q_dim)) * u64::from(MAX_K_SPLITS))
+                .min(max_storage_binding & !3),
+            last_normed: u64::from(config.hidden) * 4,
+            logits: u64::from(config.vocab_size) * 4,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        STEP_BYTES
+            + self.tokens
+            + self.hidden
+            + self.hidden_alt
+            + self.normed
+            + self.q
+            + 2 * self.kv
+            + self.attention
+            + self.projection
+            + 2 * self.ffn
+            + self.matmul_splits
+            + self.last_normed
+            + self.logits
+    }
+}
+
+impl Activations {
+    fn new(ctx: &GpuContext, config: &ModelConfig, max_tokens: u32) -> Self {
+        let sizes = ActivationSizes::new(config, max_tokens, ctx.caps.max_storage_binding);
+        Self {
+            max_tokens,
+            tokens: ctx.zeroed_storage("tokens", sizes.tokens),
+            step: ctx.zeroed_storage("step", STEP_BYTES),
+            hidden: ctx.zeroed_storage("hidden", sizes.hidden),
+            hidden_alt: ctx.zeroed_storage("hidden (alternate)", sizes.hidden_alt),
+            normed: ctx.zeroed_storage("normed", sizes.normed),
+            q: ctx.zeroed_storage("q", sizes.q),
+            k: ctx.zeroed_storage("k", sizes.kv),
+            v: ctx.zeroed_storage("v", sizes.kv),
+            attention: ctx.zeroed_storage("attention", sizes.attention),
+            projection: ctx.zeroed_storage("projection", sizes.projection),
+            gate: ctx.zeroed_storage("gate", sizes.ffn),
+            up: ctx.zeroed_storage("up", sizes.ffn),
+            matmul_splits: ctx.zeroed_storage("matmul splits", sizes.matmul_splits),
+            last_normed: ctx.zeroed_storage("last normed", sizes.last_normed),
+            logits: ctx.zeroed_storage("logits", sizes.logits),
         }
     }
 
@@ -501,11 +552,7 @@ impl ForwardGraph {
         let caches = ctx.checked("allocating the KV cache", || {
             (0..config.n_layers)
                 .map(|layer| {
-                    let cache_len = if config.is_sliding_layer(layer) {
-                        context_len.min(config.sliding_window + max_batch)
-                    } else {
-                        context_len
-                    };
+                    let cache_len = config.kv_cache_len(layer, context_len, max_batch);
                     KvCache::new(
                         ctx,
                         &format!("layer {layer}"),

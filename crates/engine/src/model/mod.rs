@@ -3,12 +3,14 @@
 
 mod arch;
 mod config;
+mod footprint;
 mod forward;
 mod weights;
 
 pub use arch::{Architecture, Llama3Scaling};
 use config::ConfigReader;
 pub use config::{LongRope, ModelConfig};
+pub use footprint::{FitAdvice, MemoryFootprint, ModelTooLarge, SessionShape};
 pub use forward::{Activations, ForwardGraph, ForwardMode, StepTail};
 pub use weights::{LayerWeights, ModelWeights, PostNorms, QkNormWeights, QkvBias};
 

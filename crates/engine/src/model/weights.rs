@@ -135,7 +135,7 @@ struct Part<'g> {
 }
 
 /// The type a stack of `a` and `b` matrices takes, if they can share one.
-fn stack_type(a: GgmlType, b: GgmlType) -> Option<GgmlType> {
+pub(super) fn stack_type(a: GgmlType, b: GgmlType) -> Option<GgmlType> {
     if a == b {
         Some(a)
     } else if widens_to_q8_0(a) && widens_to_q8_0(b) && (a == GgmlType::Q8_0 || b == GgmlType::Q8_0) {
