@@ -85,17 +85,7 @@ fn split_combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     }
 }
 #else
-struct Params {
-    n_heads: u32,
-    n_kv_heads: u32,
-    cache_len: u32,
-    window: u32,
-    scale: f32,
-    // RoPE and q/k norm of ROPE_STORE.
-    rot_dim: u32,
-    max_positions: u32,
-    eps: f32,
-}
+#include "attention_params.wgsl"
 
 // q and out: [n_tokens, n_heads, HEAD_DIM]; caches: [cache_len, n_kv_heads, HEAD_DIM].
 @group(0) @binding(0) var<storage, read> q: array<f32>;
@@ -155,13 +145,6 @@ fn load_query(lid: u32, q_base: u32) {
 }
 #endif
 
-// The first key position a query at `q_pos` sees.
-fn first_key(q_pos: u32) -> u32 {
-    if (params.window > 0u && q_pos + 1u > params.window) {
-        return q_pos + 1u - params.window;
-    }
-    return 0u;
-}
 
 #ifdef BLOCK
 const COLUMNS = HEAD_DIM / 4u;

@@ -159,9 +159,24 @@ pub fn record_attention(
     let AttentionLayer { cache, output, step, n_heads, .. } = *layer;
     check_heads(cache, n_heads)?;
     let params = ctx.uniform_buffer(label, &AttentionParams::new(layer));
+    let buffers = [queries, &cache.k, &cache.v, output, step, &params];
+    if let Some(tile) = FlashTile::for_cache(ctx, cache) {
+        let max = ctx.caps.max_workgroups_per_dimension;
+        let workgroups =
+            Workgroups::PerStep(Box::new(move |n_tokens| grid(n_tokens.div_ceil(tile.rows) * n_heads, max)));
+        ops.push(make_dispatch(
+            ctx,
+            label,
+            "attention_flash.wgsl",
+            "main",
+            &tile.defines(),
+            &buffers,
+            workgroups,
+        )?);
+        return Ok(());
+    }
     let mut defines = cache.defines();
     defines.push(Define::u32("HEAD_DIM", cache.head_dim));
-    let buffers = [queries, &cache.k, &cache.v, output, step, &params];
     let columns = cache.head_dim / 4;
     if ctx.caps.subgroups && columns <= BLOCK_WORKGROUP_SIZE && BLOCK_WORKGROUP_SIZE.is_multiple_of(columns) {
         defines.retain(|d| d.name != "WG");
@@ -188,6 +203,56 @@ pub fn record_attention(
         )?);
     }
     Ok(())
+}
+
+/// The tensor-core prefill kernel's tile (`attention_flash.wgsl`): `rows` queries per
+/// workgroup, keys 64 at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlashTile {
+    pub rows: u32,
+    pub head_dim: u32,
+}
+
+impl FlashTile {
+    const KEYS: u32 = 64;
+
+    /// Where the adapter multiplies on cooperative matrices and the cache suits the kernel: f16,
+    /// a head dimension of 64, 128 or 256 (a multiple of 64), and a ring whose 16-key fragments
+    /// never wrap. 64 queries per workgroup for narrow heads, 32 for wider ones (shared memory).
+    pub fn for_cache(ctx: &GpuContext, cache: &KvCache) -> Option<FlashTile> {
+        let suits = ctx.caps.cooperative_matrix
+            && cache.f16
+            && cache.head_dim.is_multiple_of(64)
+            && cache.cache_len.is_multiple_of(16);
+        let tile = FlashTile { rows: if cache.head_dim <= 64 { 64 } else { 32 }, head_dim: cache.head_dim };
+        (suits && tile.shared_bytes() <= ctx.caps.max_workgroup_storage_bytes).then_some(tile)
+    }
+
+    fn subgroups(self) -> u32 {
+        (self.rows / 16) * (self.head_dim / 64)
+    }
+
+    /// Shared memory the kernel declares: the f16 query tile, the tile's f32 scores and f16
+    /// weights (each row padded by 16 bytes), a max and a sum per row, an f32 fragment per
+    /// subgroup.
+    pub fn shared_bytes(self) -> u32 {
+        self.rows * (self.head_dim + 8) * 2
+            + self.rows * (Self::KEYS + 4) * 4
+            + self.rows * (Self::KEYS + 8) * 2
+            + self.rows * 8
+            + self.subgroups() * 256 * 4
+    }
+
+    pub fn defines(self) -> Vec<Define> {
+        vec![
+            Define::flag("F16"),
+            Define::flag("COOPERATIVE_MATRIX"),
+            Define::u32("HEAD_DIM", self.head_dim),
+            Define::u32("BR", self.rows),
+            Define::u32("BC", Self::KEYS),
+            Define::u32("WG", 32 * self.subgroups()),
+        ]
+    }
 }
 
 /// Queries (consecutive tokens of one head) per workgroup of the prefill block kernel: each
@@ -351,4 +416,42 @@ fn check_heads(cache: &KvCache, n_heads: u32) -> Result<(), KernelError> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod flash_tests {
+    //! Lavapipe has no cooperative matrices, so the tensor-core prefill kernel only runs on
+    //! adapters that have them (tests/kernels_transformer.rs checks it there against f64). Here
+    //! naga parses, validates and translates it to SPIR-V for each head dimension, and the shared
+    //! memory it declares is what `FlashTile::shared_bytes` budgets.
+    use super::FlashTile;
+    use crate::gpu::shader::expand;
+
+    #[test]
+    fn flash_attention_translates_to_spirv_for_each_head_dimension() {
+        for head_dim in [64, 128, 256] {
+            let tile = FlashTile { rows: if head_dim <= 64 { 64 } else { 32 }, head_dim };
+            let source = expand("attention_flash.wgsl", &tile.defines()).unwrap();
+            let module = naga::front::wgsl::parse_str(&source)
+                .unwrap_or_else(|e| panic!("{head_dim}: {}", e.emit_to_string(&source)));
+            let info = naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::all(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{head_dim}: {}", e.emit_to_string(&source)));
+            let options = naga::back::spv::Options { lang_version: (1, 6), ..Default::default() };
+            let spirv = naga::back::spv::write_vec(&module, &info, &options, None)
+                .unwrap_or_else(|e| panic!("{head_dim}: {e}"));
+            assert!(!spirv.is_empty());
+            let declared: u32 = module
+                .global_variables
+                .iter()
+                .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
+                .map(|(_, v)| module.types[v.ty].inner.size(module.to_ctx()))
+                .sum();
+            assert_eq!(declared, tile.shared_bytes(), "{tile:?}");
+            assert!(declared <= 48 << 10, "{tile:?} declares {declared} bytes");
+        }
+    }
 }

@@ -1,0 +1,224 @@
+// Prefill attention on cooperative matrices (tensor cores: 16 × 16 × 16 products, f16 in, f32
+// accumulate) over an f16 KV cache. A workgroup takes BR consecutive queries of one head and
+// goes over their keys BC at a time, twice: the first pass finds each query's largest score,
+// the second weighs the values by exp(score - max) into accumulators that never need
+// rescaling. Flash attention does it in one pass by rescaling its accumulators whenever the
+// max grows, but cooperative matrices have no elementwise operations to rescale with; the
+// scores are computed twice instead, which the tensor cores can spare.
+// Subgroup (row block r, slab s) owns output rows 16·r .. 16·r + 15 and dimensions
+// 64·s .. 64·s + 63 as four 16 × 16 accumulators; the subgroups share out the BR × BC score
+// fragments of each key tile. Keys and values are read from the cache directly, 16 keys (one
+// fragment) at a time: cache_len must be a multiple of 16 so that a fragment never wraps the
+// ring, and HEAD_DIM a multiple of 64. WG = 32 · (BR / 16) · (HEAD_DIM / 64).
+#include "step.wgsl"
+#include "attention_params.wgsl"
+
+// q and out: [n_tokens, n_heads, HEAD_DIM]; caches: [cache_len, n_kv_heads, HEAD_DIM].
+@group(0) @binding(0) var<storage, read> q: array<f32>;
+@group(0) @binding(1) var<storage, read> k_cache: array<f16>;
+@group(0) @binding(2) var<storage, read> v_cache: array<f16>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read> step: Step;
+@group(0) @binding(5) var<uniform> params: Params;
+
+const FRAGMENT = 16u;
+const ROW_BLOCKS = BR / FRAGMENT;
+const KEY_BLOCKS = BC / FRAGMENT;
+const SLABS = HEAD_DIM / 64u;
+const SUBGROUPS = ROW_BLOCKS * SLABS;
+// Rows of the query tile are padded by 8 values so they start 16 bytes apart without all
+// falling on the same banks.
+const Q_STRIDE = HEAD_DIM + 8u;
+// Rows of scores and weights likewise (16 bytes of padding): the PER_ROW threads of a row
+// read its neighbouring keys, and the rows of a subgroup start on different banks.
+const SCORE_STRIDE = BC + 4u;
+const WEIGHT_STRIDE = BC + 8u;
+// Threads that share out a row's keys of a tile, consecutive lanes of one subgroup.
+const PER_ROW = WG / BR;
+// Largest finite f16: larger queries would become infinities.
+const F16_MAX = 65504.0;
+const NO_SCORE = -3.0e38;
+
+// The block's queries, scaled: [row][dimension], the A operand of the scores.
+var<workgroup> q_tile: array<f16, BR * Q_STRIDE>;
+// A key tile's scores: [row][key].
+var<workgroup> scores: array<f32, BR * SCORE_STRIDE>;
+// Its weights exp(score - max), the A operand of the values' product: [row][key].
+var<workgroup> weights: array<f16, BR * WEIGHT_STRIDE>;
+var<workgroup> row_max: array<f32, BR>;
+var<workgroup> row_sum: array<f32, BR>;
+// One output fragment per subgroup on its way to `out`.
+var<workgroup> fragments: array<f32, SUBGROUPS * FRAGMENT * FRAGMENT>;
+
+// Cache offset of key `key_pos`'s row of kv head `kv_base / HEAD_DIM`, from dimension `dim`.
+fn cache_at(key_pos: u32, kv_base: u32, dim: u32) -> u32 {
+    return (key_pos % params.cache_len) * params.n_kv_heads * HEAD_DIM + kv_base + dim;
+}
+
+// Scores of the tile's keys tile .. tile + BC - 1 against every query row, into `scores`.
+fn tile_scores(tile: u32, subgroup: u32, kv_base: u32) {
+    let kv_stride = params.n_kv_heads * HEAD_DIM;
+    for (var fragment = subgroup; fragment < ROW_BLOCKS * KEY_BLOCKS; fragment += SUBGROUPS) {
+        let row = (fragment / KEY_BLOCKS) * FRAGMENT;
+        let key = (fragment % KEY_BLOCKS) * FRAGMENT;
+        var s = coop_mat16x16<f32, C>();
+        for (var d = 0u; d < HEAD_DIM; d += FRAGMENT) {
+            let a = coopLoadT<coop_mat16x16<f16, A>>(&q_tile[row * Q_STRIDE + d], Q_STRIDE);
+            // Kᵀ: dimension d + i of key j at the key's row, column-major.
+            let b = coopLoad<coop_mat16x16<f16, B>>(&k_cache[cache_at(tile + key, kv_base, d)], kv_stride);
+            s = coopMultiplyAdd(a, b, s);
+        }
+        coopStoreT(s, &scores[row * SCORE_STRIDE + key], SCORE_STRIDE);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_id) subgroup: u32,
+) {
+    let item = wid.x + wid.y * nwg.x;
+    let blocks = (step.n_tokens + BR - 1u) / BR;
+    if (item >= blocks * params.n_heads) {
+        return;
+    }
+    let head = item % params.n_heads;
+    let t0 = (item / params.n_heads) * BR;
+    let n_queries = min(BR, step.n_tokens - t0);
+    let pos0 = step.pos + t0;
+    let end = pos0 + n_queries;
+    let kv_base = (head / (params.n_heads / params.n_kv_heads)) * HEAD_DIM;
+    let kv_stride = params.n_kv_heads * HEAD_DIM;
+
+    for (var i = lid; i < BR * HEAD_DIM / 4u; i += WG) {
+        let row = i / (HEAD_DIM / 4u);
+        let dim = (i % (HEAD_DIM / 4u)) * 4u;
+        var value = vec4<f32>(0.0);
+        if (row < n_queries) {
+            let base = ((t0 + row) * params.n_heads + head) * HEAD_DIM + dim;
+            value = vec4<f32>(q[base], q[base + 1u], q[base + 2u], q[base + 3u]) * params.scale;
+        }
+        let h = vec4<f16>(clamp(value, vec4<f32>(-F16_MAX), vec4<f32>(F16_MAX)));
+        let at = row * Q_STRIDE + dim;
+        q_tile[at] = h.x;
+        q_tile[at + 1u] = h.y;
+        q_tile[at + 2u] = h.z;
+        q_tile[at + 3u] = h.w;
+    }
+    for (var row = lid; row < BR; row += WG) {
+        row_max[row] = NO_SCORE;
+        row_sum[row] = 0.0;
+    }
+    workgroupBarrier();
+
+    let row_block = (subgroup / SLABS) * FRAGMENT;
+    let slab = (subgroup % SLABS) * 64u;
+    var o0 = coop_mat16x16<f32, C>();
+    var o1 = coop_mat16x16<f32, C>();
+    var o2 = coop_mat16x16<f32, C>();
+    var o3 = coop_mat16x16<f32, C>();
+    // Whole fragments of keys from the first one any query of the block sees.
+    let key_first = (first_key(pos0) / FRAGMENT) * FRAGMENT;
+    for (var tile = key_first; tile < end; tile += BC) {
+        tile_scores(tile, subgroup, kv_base);
+        workgroupBarrier();
+        raise_row_max(tile, pos0, n_queries, lid);
+        workgroupBarrier();
+    }
+    for (var tile = key_first; tile < end; tile += BC) {
+        tile_scores(tile, subgroup, kv_base);
+        workgroupBarrier();
+        weigh_row(tile, pos0, n_queries, lid);
+        workgroupBarrier();
+        for (var key = 0u; key < BC; key += FRAGMENT) {
+            let a = coopLoadT<coop_mat16x16<f16, A>>(&weights[row_block * WEIGHT_STRIDE + key], WEIGHT_STRIDE);
+            let at = cache_at(tile + key, kv_base, slab);
+            o0 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[at], kv_stride), o0);
+            o1 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[at + 16u], kv_stride), o1);
+            o2 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[at + 32u], kv_stride), o2);
+            o3 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[at + 48u], kv_stride), o3);
+        }
+        // The next tile's scores and weights overwrite these.
+        workgroupBarrier();
+    }
+    store_output(o0, row_block, slab, t0, n_queries, head, subgroup, lane);
+    store_output(o1, row_block, slab + 16u, t0, n_queries, head, subgroup, lane);
+    store_output(o2, row_block, slab + 32u, t0, n_queries, head, subgroup, lane);
+    store_output(o3, row_block, slab + 48u, t0, n_queries, head, subgroup, lane);
+}
+
+// Whether the query of block row `row` (at pos0 + row) sees the key at `key_pos`.
+fn sees(row: u32, key_pos: u32, pos0: u32, n_queries: u32) -> bool {
+    let q_pos = pos0 + row;
+    return row < n_queries && key_pos <= q_pos && key_pos >= first_key(q_pos);
+}
+
+// The largest of `value` over the PER_ROW lanes of the caller's row.
+fn row_lanes_max(value: f32) -> f32 {
+    var result = value;
+    for (var offset = 1u; offset < PER_ROW; offset <<= 1u) {
+        result = max(result, subgroupShuffleXor(result, offset));
+    }
+    return result;
+}
+
+fn row_lanes_sum(value: f32) -> f32 {
+    var result = value;
+    for (var offset = 1u; offset < PER_ROW; offset <<= 1u) {
+        result += subgroupShuffleXor(result, offset);
+    }
+    return result;
+}
+
+// First pass: raises each row's max by the tile's scores its query sees. Thread `lid` takes
+// keys part, part + PER_ROW, … of row lid / PER_ROW.
+fn raise_row_max(tile: u32, pos0: u32, n_queries: u32, lid: u32) {
+    let row = lid / PER_ROW;
+    let part = lid % PER_ROW;
+    var tile_max = NO_SCORE;
+    for (var key = part; key < BC; key += PER_ROW) {
+        let score = scores[row * SCORE_STRIDE + key];
+        tile_max = select(tile_max, max(tile_max, score), sees(row, tile + key, pos0, n_queries));
+    }
+    tile_max = row_lanes_max(tile_max);
+    if (part == 0u) {
+        row_max[row] = max(row_max[row], tile_max);
+    }
+}
+
+// Second pass: the weights exp(score - max) of the tile's keys (0 for keys the query does not
+// see), added to each row's sum.
+fn weigh_row(tile: u32, pos0: u32, n_queries: u32, lid: u32) {
+    let row = lid / PER_ROW;
+    let part = lid % PER_ROW;
+    let largest = row_max[row];
+    var sum = 0.0;
+    for (var key = part; key < BC; key += PER_ROW) {
+        let score = scores[row * SCORE_STRIDE + key];
+        let w = select(0.0, exp(score - largest), sees(row, tile + key, pos0, n_queries));
+        weights[row * WEIGHT_STRIDE + key] = f16(w);
+        sum += w;
+    }
+    sum = row_lanes_sum(sum);
+    if (part == 0u) {
+        row_sum[row] += sum;
+    }
+}
+
+// Divides fragment `o` (rows row .. row + 15 of the block, dimensions dim .. dim + 15) by its
+// rows' weight sums into `out`, through the subgroup's slot of `fragments`.
+fn store_output(o: coop_mat16x16<f32, C>, row: u32, dim: u32, t0: u32, n_queries: u32, head: u32, subgroup: u32, lane: u32) {
+    let slot = subgroup * FRAGMENT * FRAGMENT;
+    coopStoreT(o, &fragments[slot], FRAGMENT);
+    workgroupBarrier();
+    for (var i = lane; i < FRAGMENT * FRAGMENT; i += 32u) {
+        let r = row + i / FRAGMENT;
+        if (r < n_queries) {
+            out[((t0 + r) * params.n_heads + head) * HEAD_DIM + dim + i % FRAGMENT] = fragments[slot + i] / row_sum[r];
+        }
+    }
+    workgroupBarrier();
+}
