@@ -11,7 +11,7 @@ $B/doppler devices 2>/dev/null | head -5
 echo "== kernels_transformer"; $B/kernels_transformer --test-threads 1 attention 2>&1 | grep -E "^test |result|panicked|tolerance" | head -20
 echo "== hf_reference"; (cd crates/engine && timeout 200 $B/hf_reference 2>&1 | grep -E "^test |result|panicked|max|error" | head -30)
 M=/tmp/m; mkdir -p $M
-for s in "gemma3 1b gemma3" "llama llama3.2-1b llama3" "llama llama3.2-3b llama3" "gemma3 4b gemma3"; do
+for s in "gemma3 1b gemma3" "llama llama3.2-1b llama3" "llama llama3.2-3b llama3" "gemma3 4b gemma3" "qwen2 qwen2.5-1.5b qwen2"; do
   set -- $s
   $B/doppler synth --arch $1 --size $2 --out $M/$2.gguf --tokenizer-from tests/data/hf/$3/model.gguf 2>&1 | tail -1
   for bin in doppler-base doppler; do

@@ -428,6 +428,17 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             n_tokens: 45,
             split: false,
         },
+        // Qwen-like GQA 7:1, a partial block of 13 queries.
+        AttentionCase {
+            n_heads: 7,
+            n_kv_heads: 1,
+            head_dim: 128,
+            window: 0,
+            cache_len: 128,
+            history: 50,
+            n_tokens: 13,
+            split: false,
+        },
         // head_dim 24: not a divisor of the workgroup in vec4 columns, so the general kernel.
         AttentionCase {
             n_heads: 2,
