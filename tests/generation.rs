@@ -2,11 +2,14 @@
 //! cancellation, context limits, KV-cache reuse across turns, multi-step GPU-resident decode
 //! and seeded sampling. Runs on lavapipe in CI; models come from `DOPPLER_TEST_MODELS_DIR`.
 
-use std::{path::Path, sync::Arc};
+use std::{
+    path::Path,
+    sync::{Arc, Mutex},
+};
 
 use doppler_engine::{
     CancelToken, ChatMessage, Engine, EngineOptions, GenerateError, GenerateOptions, LoadOptions,
-    LoadedModel, Role, SamplingParams, StopReason,
+    LoadedModel, Role, SamplingParams, StepPhase, StopReason,
 };
 
 fn model() -> Option<Arc<LoadedModel>> {
@@ -162,4 +165,31 @@ fn generation_behaviour() {
     let second = session.generate_chat(&messages, &sampled, &CancelToken::new(), &mut |_| {}).unwrap();
     assert_eq!(first.tokens, second.tokens);
     assert!(!first.tokens.is_empty());
+
+    // Live profiles: every prefill step and one decode step in 4 are timed and handed on, and
+    // the tokens are those of an untimed run.
+    let profiles = Arc::new(Mutex::new(Vec::new()));
+    let sink = profiles.clone();
+    assert!(session.sample_profiles(4, Box::new(move |step| sink.lock().unwrap().push(step))));
+    session.reset();
+    let summary = session.generate(&capital, &greedy(6), &CancelToken::new(), &mut |_| {}).unwrap();
+    session.stop_sampling_profiles();
+    assert_eq!(summary.tokens, reference_tokens);
+    let profiles = profiles.lock().unwrap();
+    let phases: Vec<(StepPhase, u32, u32)> =
+        profiles.iter().map(|p| (p.phase, p.position, p.tokens)).collect();
+    let prompt_len = capital.len() as u32;
+    assert_eq!(phases[0], (StepPhase::Prefill, 0, prompt_len), "{phases:?}");
+    let decode: Vec<u32> = phases
+        .iter()
+        .filter(|(phase, ..)| *phase == StepPhase::Decode)
+        .map(|(_, position, _)| *position)
+        .collect();
+    // Five decode steps feed the six tokens, from position prompt_len on; the first four go
+    // out as single steps before any is read back, and the fourth is the one timed.
+    assert_eq!(decode, [prompt_len + 3], "{phases:?}");
+    for profile in profiles.iter() {
+        assert!(profile.kernels.iter().any(|k| k.label.contains("attention")), "{:?}", profile.kernels);
+        assert!(profile.kernels.iter().all(|k| k.nanoseconds.is_finite()));
+    }
 }

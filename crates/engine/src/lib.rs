@@ -16,7 +16,7 @@ pub mod tokenizer;
 
 pub use generate::{
     CancelToken, Engine, EngineOptions, GenerateError, GenerateOptions, GenerationSummary, LoadOptions,
-    LoadProgress, LoadedModel, ModelInfo, Session, StopReason, TokenEvent,
+    LoadProgress, LoadedModel, ModelInfo, ProfiledStep, Session, StepPhase, StopReason, TokenEvent,
 };
 pub use kernels::sampling::SamplingParams;
 pub use tokenizer::{ChatMessage, Role};

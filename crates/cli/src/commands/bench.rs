@@ -3,7 +3,13 @@
 //! (sampling and every CPU step included); a warm-up run is excluded; mean ± stddev. With
 //! `--depth N` both run on top of N tokens already in the cache (llama-bench's `-d`).
 
-use std::time::Instant;
+use std::{
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::Instant,
+};
 
 use anyhow::Result;
 use doppler_engine::{CancelToken, GenerateOptions, SamplingParams};
@@ -31,6 +37,10 @@ pub struct BenchArgs {
     /// Print the per-kernel GPU time table (timestamp queries).
     #[arg(long)]
     profile: bool,
+    /// Time one decode step in N (and every prefill step) throughout the runs, as the app's
+    /// live profiler does: its cost is the difference from a run without.
+    #[arg(long, value_name = "N")]
+    profile_every: Option<usize>,
     #[arg(long)]
     json: bool,
 }
@@ -78,6 +88,8 @@ struct BenchReport {
     recording_ms_per_token: Stat,
     ms_per_token_p50: f64,
     ms_per_token_p90: f64,
+    /// Steps timed by `--profile-every` over all runs.
+    profiled_steps: usize,
     submits_per_token: f64,
     readback_bytes_per_token: f64,
     gpu_memory_bytes: u64,
@@ -99,6 +111,18 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut session = model.new_session()?;
     if let Some(steps) = args.steps_per_submit {
         session.set_steps_per_submit(steps);
+    }
+    let profiled_steps = Arc::new(AtomicUsize::new(0));
+    if let Some(every) = args.profile_every {
+        let count = profiled_steps.clone();
+        if !session.sample_profiles(
+            every,
+            Box::new(move |_| {
+                count.fetch_add(1, Ordering::Relaxed);
+            }),
+        ) {
+            anyhow::bail!("--profile-every: the adapter has no timestamp queries");
+        }
     }
     let vocab = model.config().vocab_size;
     let bos = model.tokenizer().bos_id().unwrap_or(0);
@@ -163,6 +187,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     intervals.sort_by(|a, b| a.total_cmp(b));
 
+    session.stop_sampling_profiles();
     let kernels_per_token = if args.profile { profile(&mut session, bos)? } else { Vec::new() };
     let kernels_per_prefill = if args.profile { profile_prefill(&mut session, &prompt)? } else { Vec::new() };
     let report = BenchReport {
@@ -181,6 +206,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         recording_ms_per_token: Stat::of(recording),
         ms_per_token_p50: percentile(&intervals, 0.5),
         ms_per_token_p90: percentile(&intervals, 0.9),
+        profiled_steps: profiled_steps.load(Ordering::Relaxed),
         submits_per_token: Stat::of(submits_per_token).mean,
         readback_bytes_per_token: 4.0,
         gpu_memory_bytes: model.info().weight_bytes + session.gpu_bytes(),

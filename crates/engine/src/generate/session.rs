@@ -6,7 +6,12 @@ use std::{
 
 use serde::Serialize;
 
-use super::{engine::LoadedModel, stop_strings::StopStringFilter, CancelToken, GenerateError};
+use super::{
+    engine::LoadedModel,
+    profile_sampling::{ProfileSampler, ProfileSink, StepPhase},
+    stop_strings::StopStringFilter,
+    CancelToken, GenerateError,
+};
 use crate::{
     gpu::{map_and_read, map_and_read_after, KernelProfiler, KernelTiming, OpList},
     kernels::{
@@ -88,6 +93,8 @@ pub struct Session {
     next_readback: usize,
     profiler: Option<KernelProfiler>,
     last_timings: Vec<KernelTiming>,
+    /// Live profiles: one decode step in N timed, where `profiler` is not timing them all.
+    profile_sampler: Option<ProfileSampler>,
     /// Decode steps per submit when fixed; `None` sizes batches by `TARGET_BATCH_TIME`.
     steps_per_submit: Option<usize>,
     /// Created on the first perplexity evaluation.
@@ -115,6 +122,8 @@ struct DecodeBatch {
     steps: usize,
     readback: usize,
     submission: wgpu::SubmissionIndex,
+    /// The batch is a single step timed for the profile sampler.
+    timed: bool,
 }
 
 impl Session {
@@ -148,6 +157,7 @@ impl Session {
             next_readback: 0,
             profiler: None,
             last_timings: Vec::new(),
+            profile_sampler: None,
             steps_per_submit: None,
             row_logits: None,
         })
@@ -174,6 +184,18 @@ impl Session {
     /// Times every kernel of every step from now on (where the adapter has timestamps).
     pub fn set_profiling(&mut self, enabled: bool) {
         self.profiler = if enabled { KernelProfiler::new(&self.model.ctx) } else { None };
+    }
+
+    /// From now on times one decode step in `every` and every prefill step, handing each
+    /// step's kernel timings to `sink` as they are read back; `false` where the adapter has no
+    /// timestamp queries. A timed decode step runs as a batch of its own.
+    pub fn sample_profiles(&mut self, every: usize, sink: ProfileSink) -> bool {
+        self.profile_sampler = ProfileSampler::new(&self.model.ctx, every, sink);
+        self.profile_sampler.is_some()
+    }
+
+    pub fn stop_sampling_profiles(&mut self) {
+        self.profile_sampler = None;
     }
 
     /// Per-kernel GPU times of the last step, when profiling.
@@ -254,6 +276,8 @@ impl Session {
                 Some(token) => token,
                 None => {
                     while in_flight.len() < depth {
+                        let timed = self.profiler.is_none()
+                            && self.profile_sampler.as_ref().is_some_and(|s| s.decode_step_due());
                         let wanted = fixed_steps.unwrap_or_else(|| match collected {
                             0 => 1,
                             _ => {
@@ -262,7 +286,7 @@ impl Session {
                                     as usize
                             }
                         });
-                        let steps = wanted
+                        let steps = if timed { 1 } else { wanted }
                             .clamp(1, steps_cap)
                             .min((options.max_tokens as usize).saturating_sub(produced))
                             .min((context - 1).saturating_sub(fed));
@@ -270,7 +294,7 @@ impl Session {
                             break;
                         }
                         let recording_started = Instant::now();
-                        in_flight.push_back(self.submit_decode(steps));
+                        in_flight.push_back(self.submit_decode(steps, timed));
                         recording += recording_started.elapsed();
                         submits += 1;
                         produced += steps;
@@ -369,16 +393,19 @@ impl Session {
     /// Queues `steps` decode steps in one submit, continuing from the token the sampler last
     /// put in the GPU's input slot: each step's sampled token is fed to the next on the GPU,
     /// and each is copied out for `collect_decode` to read back once.
-    fn submit_decode(&mut self, steps: usize) -> DecodeBatch {
+    fn submit_decode(&mut self, steps: usize, timed: bool) -> DecodeBatch {
         let ctx = self.model.ctx.clone();
         let steps = steps.min(MAX_STEPS_PER_SUBMIT);
+        let sampled =
+            self.profile_sampler.as_mut().and_then(|sampler| sampler.for_decode_batch(steps, timed));
+        let profiler = self.profiler.as_ref().or(sampled);
         let readback = self.next_readback;
         self.next_readback = (readback + 1) % DECODE_BATCHES_IN_FLIGHT;
         let mut encoder = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("decode steps") });
         for step in 0..steps {
-            self.graph.decode.encode(&mut encoder, 1, self.profiler.as_ref());
+            self.graph.decode.encode(&mut encoder, 1, profiler);
             encoder.copy_buffer_to_buffer(
                 &self.graph.acts.tokens,
                 0,
@@ -388,7 +415,7 @@ impl Session {
             );
         }
         let submission = ctx.queue.submit([encoder.finish()]);
-        DecodeBatch { steps, readback, submission }
+        DecodeBatch { steps, readback, submission, timed }
     }
 
     /// Waits for `batch` (not for batches queued after it) and returns its sampled tokens;
@@ -403,6 +430,9 @@ impl Session {
         )?;
         if let Some(profiler) = &self.profiler {
             self.last_timings = profiler.read(&ctx)?;
+        }
+        if let (Some(sampler), true) = (self.profile_sampler.as_mut(), batch.timed) {
+            sampler.collect(&ctx, StepPhase::Decode, self.cached.len() as u32, 1)?;
         }
         let outputs: Vec<u32> = bytemuck::cast_slice(&bytes).to_vec();
         self.cached.push(input);
@@ -432,12 +462,19 @@ impl Session {
         let mut encoder = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prefill step") });
-        self.graph.prefill.encode(&mut encoder, n_tokens, self.profiler.as_ref());
+        let sampled = match (&self.profiler, self.profile_sampler.as_mut()) {
+            (None, Some(sampler)) => Some(sampler.for_prefill()),
+            _ => None,
+        };
+        self.graph.prefill.encode(&mut encoder, n_tokens, self.profiler.as_ref().or(sampled));
         encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readbacks[0], 0, 4);
         ctx.queue.submit([encoder.finish()]);
         let bytes = map_and_read(&ctx.device, &self.readbacks[0], 4)?;
         if let Some(profiler) = &self.profiler {
             self.last_timings = profiler.read(&ctx)?;
+        } else if let Some(sampler) = self.profile_sampler.as_mut() {
+            let position = self.cached.len() as u32 - n_tokens;
+            sampler.collect(&ctx, StepPhase::Prefill, position, n_tokens)?;
         }
         Ok(u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes read back")))
     }

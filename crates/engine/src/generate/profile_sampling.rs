@@ -1,0 +1,81 @@
+//! Live kernel profiles: GPU timestamps on one decode step out of N and on every prefill step,
+//! handed to a sink as they are read back, so a profiler view can follow a generation without
+//! the cost of timing every step.
+
+use serde::Serialize;
+
+use crate::gpu::{GpuContext, GpuError, KernelProfiler, KernelTiming};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepPhase {
+    Prefill,
+    Decode,
+}
+
+/// The kernel timings of one sampled step.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfiledStep {
+    pub phase: StepPhase,
+    /// Position of the step's first token.
+    pub position: u32,
+    pub tokens: u32,
+    pub kernels: Vec<KernelTiming>,
+}
+
+pub type ProfileSink = Box<dyn FnMut(ProfiledStep) + Send>;
+
+/// Decides which decode steps are timed and reads their timings back.
+pub(super) struct ProfileSampler {
+    profiler: KernelProfiler,
+    every: usize,
+    /// Decode steps run untimed since the last timed one.
+    untimed: usize,
+    /// A timed step is submitted and not read back yet (its timestamps own the profiler).
+    pending: bool,
+    sink: ProfileSink,
+}
+
+impl ProfileSampler {
+    /// `None` where the adapter has no timestamp queries.
+    pub fn new(ctx: &GpuContext, every: usize, sink: ProfileSink) -> Option<ProfileSampler> {
+        let profiler = KernelProfiler::new(ctx)?;
+        Some(ProfileSampler { profiler, every: every.max(1), untimed: 0, pending: false, sink })
+    }
+
+    /// Whether the next decode batch should be a single timed step.
+    pub fn decode_step_due(&self) -> bool {
+        !self.pending && self.untimed >= self.every - 1
+    }
+
+    /// The profiler to encode a batch of `steps` with: `Some` when the batch is the timed step.
+    pub fn for_decode_batch(&mut self, steps: usize, timed: bool) -> Option<&KernelProfiler> {
+        if timed {
+            self.pending = true;
+            self.untimed = 0;
+            Some(&self.profiler)
+        } else {
+            self.untimed += steps;
+            None
+        }
+    }
+
+    pub fn for_prefill(&mut self) -> &KernelProfiler {
+        self.pending = true;
+        &self.profiler
+    }
+
+    /// Reads the timed step's timings (after its submission is done) and hands them on.
+    pub fn collect(
+        &mut self,
+        ctx: &GpuContext,
+        phase: StepPhase,
+        position: u32,
+        tokens: u32,
+    ) -> Result<(), GpuError> {
+        self.pending = false;
+        let kernels = self.profiler.read(ctx)?;
+        (self.sink)(ProfiledStep { phase, position, tokens, kernels });
+        Ok(())
+    }
+}
