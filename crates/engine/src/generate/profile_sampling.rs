@@ -1,4 +1,5 @@
-//! Live kernel profiles: GPU timestamps on one decode step out of N and on every prefill step,
+//! Live kernel profiles: GPU timestamps on one decode step out of N and on the first prefill
+//! step of each prompt,
 //! handed to a sink as they are read back, so a profiler view can follow a generation without
 //! the cost of timing every step.
 
@@ -65,16 +66,15 @@ impl ProfileSampler {
         &self.profiler
     }
 
-    /// Reads the timed step's timings (after its submission is done) and hands them on.
+    /// Reads the timed step's timings, waiting for its `submission` only, and hands them on.
     pub fn collect(
         &mut self,
         ctx: &GpuContext,
-        phase: StepPhase,
-        position: u32,
-        tokens: u32,
+        submission: Option<wgpu::SubmissionIndex>,
+        (phase, position, tokens): (StepPhase, u32, u32),
     ) -> Result<(), GpuError> {
         self.pending = false;
-        let kernels = self.profiler.read(ctx)?;
+        let kernels = self.profiler.read_after(ctx, submission)?;
         (self.sink)(ProfiledStep { phase, position, tokens, kernels });
         Ok(())
     }

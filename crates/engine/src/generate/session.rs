@@ -384,8 +384,10 @@ impl Session {
     fn prefill(&mut self, tokens: &[u32]) -> Result<u32, GenerateError> {
         let batch = self.graph.acts.max_tokens as usize;
         let mut sampled = 0;
-        for chunk in tokens.chunks(batch) {
-            sampled = self.run_step(chunk)?;
+        // Live profiles time the prompt's first step only: timestamps between its dispatches
+        // keep the GPU from overlapping them.
+        for (index, chunk) in tokens.chunks(batch).enumerate() {
+            sampled = self.run_step(chunk, index == 0)?;
         }
         Ok(sampled)
     }
@@ -426,13 +428,17 @@ impl Session {
             &ctx.device,
             &self.readbacks[batch.readback],
             batch.steps as u64 * 4,
-            Some(batch.submission),
+            Some(batch.submission.clone()),
         )?;
         if let Some(profiler) = &self.profiler {
             self.last_timings = profiler.read(&ctx)?;
         }
         if let (Some(sampler), true) = (self.profile_sampler.as_mut(), batch.timed) {
-            sampler.collect(&ctx, StepPhase::Decode, self.cached.len() as u32, 1)?;
+            sampler.collect(
+                &ctx,
+                Some(batch.submission),
+                (StepPhase::Decode, self.cached.len() as u32, 1),
+            )?;
         }
         let outputs: Vec<u32> = bytemuck::cast_slice(&bytes).to_vec();
         self.cached.push(input);
@@ -447,23 +453,24 @@ impl Session {
         self.steps_per_submit = Some(steps.clamp(1, MAX_STEPS_PER_SUBMIT));
     }
 
-    /// Writes a prefill batch and its step header, runs it, and returns the sampled token.
-    fn run_step(&mut self, chunk: &[u32]) -> Result<u32, GenerateError> {
+    /// Writes a prefill batch and its step header, runs it (`timed` for the live profile), and
+    /// returns the sampled token.
+    fn run_step(&mut self, chunk: &[u32], timed: bool) -> Result<u32, GenerateError> {
         let queue = &self.model.ctx.queue;
         queue.write_buffer(&self.graph.acts.tokens, 0, bytemuck::cast_slice(chunk));
         let step = [self.cached.len() as u32, chunk.len() as u32, 0, 0];
         queue.write_buffer(&self.graph.acts.step, 0, bytemuck::cast_slice(&step));
         self.cached.extend_from_slice(chunk);
-        self.submit_and_read(chunk.len() as u32)
+        self.submit_and_read(chunk.len() as u32, timed)
     }
 
-    fn submit_and_read(&mut self, n_tokens: u32) -> Result<u32, GenerateError> {
+    fn submit_and_read(&mut self, n_tokens: u32, timed: bool) -> Result<u32, GenerateError> {
         let ctx = self.model.ctx.clone();
         let mut encoder = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prefill step") });
         let sampled = match (&self.profiler, self.profile_sampler.as_mut()) {
-            (None, Some(sampler)) => Some(sampler.for_prefill()),
+            (None, Some(sampler)) if timed => Some(sampler.for_prefill()),
             _ => None,
         };
         self.graph.prefill.encode(&mut encoder, n_tokens, self.profiler.as_ref().or(sampled));
@@ -472,9 +479,9 @@ impl Session {
         let bytes = map_and_read(&ctx.device, &self.readbacks[0], 4)?;
         if let Some(profiler) = &self.profiler {
             self.last_timings = profiler.read(&ctx)?;
-        } else if let Some(sampler) = self.profile_sampler.as_mut() {
+        } else if let (Some(sampler), true) = (self.profile_sampler.as_mut(), timed) {
             let position = self.cached.len() as u32 - n_tokens;
-            sampler.collect(&ctx, StepPhase::Prefill, position, n_tokens)?;
+            sampler.collect(&ctx, None, (StepPhase::Prefill, position, n_tokens))?;
         }
         Ok(u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes read back")))
     }

@@ -1,7 +1,7 @@
 use std::sync::Mutex;
 
 use super::{
-    context::{map_and_read, GpuError},
+    context::{map_and_read_after, GpuError},
     op_list::{encode_one, Dispatch},
     GpuContext,
 };
@@ -108,11 +108,21 @@ impl KernelProfiler {
 
     /// The timings of the last profiled step; call after its submit.
     pub fn read(&self, ctx: &GpuContext) -> Result<Vec<KernelTiming>, GpuError> {
+        self.read_after(ctx, None)
+    }
+
+    /// As `read`, waiting only for `submission` (the profiled step's), not for work queued
+    /// after it: sampled profiles must not drain the decode pipeline.
+    pub fn read_after(
+        &self,
+        ctx: &GpuContext,
+        submission: Option<wgpu::SubmissionIndex>,
+    ) -> Result<Vec<KernelTiming>, GpuError> {
         let labels = self.labels.lock().unwrap().clone();
         if labels.is_empty() {
             return Ok(Vec::new());
         }
-        let bytes = map_and_read(&ctx.device, &self.staging, labels.len() as u64 * 16)?;
+        let bytes = map_and_read_after(&ctx.device, &self.staging, labels.len() as u64 * 16, submission)?;
         let ticks: &[u64] = bytemuck::cast_slice(&bytes);
         Ok(labels
             .into_iter()
