@@ -94,6 +94,7 @@ impl Engine {
         options: LoadOptions,
         progress: &mut dyn FnMut(LoadProgress),
     ) -> Result<Arc<LoadedModel>, GenerateError> {
+        self.ctx.check_health()?;
         progress(LoadProgress { fraction: 0.0, stage: "reading" });
         let gguf = GgufFile::open(path)?;
         let config = ModelConfig::from_gguf(&gguf)?;

@@ -13,7 +13,7 @@ use super::{
     CancelToken, GenerateError,
 };
 use crate::{
-    gpu::{map_and_read, map_and_read_after, KernelProfiler, KernelTiming, OpList},
+    gpu::{KernelProfiler, KernelTiming, OpList},
     kernels::{
         matmul::record_matmul,
         sampling::{GpuSampler, SamplingParams},
@@ -233,6 +233,7 @@ impl Session {
         if prompt.is_empty() {
             return Err(GenerateError::EmptyPrompt);
         }
+        self.model.ctx.check_health()?;
         if prompt.len() >= context {
             return Err(GenerateError::PromptTooLong { prompt_tokens: prompt.len(), context_len: context });
         }
@@ -424,8 +425,7 @@ impl Session {
     /// `input`, the token it started from, and all but its last output enter the cache.
     fn collect_decode(&mut self, input: u32, batch: DecodeBatch) -> Result<Vec<u32>, GenerateError> {
         let ctx = self.model.ctx.clone();
-        let bytes = map_and_read_after(
-            &ctx.device,
+        let bytes = ctx.map_and_read_after(
             &self.readbacks[batch.readback],
             batch.steps as u64 * 4,
             Some(batch.submission.clone()),
@@ -476,7 +476,7 @@ impl Session {
         self.graph.prefill.encode(&mut encoder, n_tokens, self.profiler.as_ref().or(sampled));
         encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readbacks[0], 0, 4);
         ctx.queue.submit([encoder.finish()]);
-        let bytes = map_and_read(&ctx.device, &self.readbacks[0], 4)?;
+        let bytes = ctx.map_and_read(&self.readbacks[0], 4)?;
         if let Some(profiler) = &self.profiler {
             self.last_timings = profiler.read(&ctx)?;
         } else if let (Some(sampler), true) = (self.profile_sampler.as_mut(), timed) {

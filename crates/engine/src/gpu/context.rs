@@ -1,4 +1,7 @@
-use std::sync::Arc;
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use serde::Serialize;
 use wgpu::util::DeviceExt;
@@ -31,6 +34,45 @@ pub enum GpuError {
     Validation { operation: String, message: String },
     #[error("GPU out of memory while {operation}: {message}")]
     OutOfMemory { operation: String, message: String },
+    #[error("the GPU device was lost ({0}); it is opened again on the next load")]
+    DeviceLost(String),
+    #[error("GPU error outside any checked operation: {0}")]
+    Uncaught(String),
+    #[error("a GPU buffer could not be mapped for reading back (the device stopped answering?)")]
+    MapNotCompleted,
+}
+
+/// How long a wait for the GPU may take before it counts as hung: generous, since a prefill
+/// step of a large model on a CPU adapter (lavapipe) takes many seconds.
+const GPU_WAIT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What wgpu reports outside error scopes: a lost device, and errors no scope caught (wgpu's
+/// default handler would panic on those).
+#[derive(Debug, Default)]
+struct DeviceHealth {
+    lost: Mutex<Option<String>>,
+    uncaught: Mutex<Option<String>>,
+}
+
+impl DeviceHealth {
+    fn watch(device: &wgpu::Device) -> Arc<DeviceHealth> {
+        let health = Arc::new(DeviceHealth::default());
+        let errors = health.clone();
+        device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
+            tracing::error!(%error, "uncaught GPU error");
+            errors
+                .uncaught
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(|| error.to_string());
+        }));
+        let lost = health.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            tracing::error!(?reason, %message, "GPU device lost");
+            *lost.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{reason:?}: {message}"));
+        });
+        health
+    }
 }
 
 /// Which optional adapter features the engine may use, and the limits it must respect.
@@ -106,6 +148,7 @@ pub struct GpuContext {
     pub adapter_info: wgpu::AdapterInfo,
     pub caps: GpuCapabilities,
     pub pipelines: PipelineCache,
+    health: Arc<DeviceHealth>,
 }
 
 /// Vulkan, Metal and DX12 only (`WGPU_BACKEND` overrides): the GL backend lacks the compute
@@ -255,7 +298,54 @@ impl GpuContext {
         .map_err(|source| GpuInitError::RequestDevice { adapter: adapter_info.name.clone(), source })?;
         tracing::info!(adapter = %adapter_info.name, backend = ?adapter_info.backend, ?caps, "GPU device opened");
         let pipelines = PipelineCache::new(caps.clone());
-        Ok(Arc::new(GpuContext { device, queue, adapter_info, caps, pipelines }))
+        let health = DeviceHealth::watch(&device);
+        Ok(Arc::new(GpuContext { device, queue, adapter_info, caps, pipelines, health }))
+    }
+
+    /// An error if the device was lost or an error escaped every scope since the last check
+    /// (which it reports once): work on the device after either cannot be trusted.
+    pub fn check_health(&self) -> Result<(), GpuError> {
+        if let Some(reason) = self.health.lost.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            return Err(GpuError::DeviceLost(reason));
+        }
+        match self.health.uncaught.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(message) => Err(GpuError::Uncaught(message)),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the device was lost: nothing on it works any more.
+    pub fn is_lost(&self) -> bool {
+        self.health.lost.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    /// Maps a MAP_READ buffer whose copy has been submitted, waits for the GPU and returns its bytes.
+    pub fn map_and_read(&self, staging: &wgpu::Buffer, size: u64) -> Result<Vec<u8>, GpuError> {
+        self.map_and_read_after(staging, size, None)
+    }
+
+    /// As `map_and_read`, waiting only for `submission` (and those before it) rather than for
+    /// everything queued: work submitted after it keeps the GPU busy while the CPU reads. A
+    /// wait longer than `GPU_WAIT_TIMEOUT` or a lost device is an error, never a hang.
+    pub fn map_and_read_after(
+        &self,
+        staging: &wgpu::Buffer,
+        size: u64,
+        submission: Option<wgpu::SubmissionIndex>,
+    ) -> Result<Vec<u8>, GpuError> {
+        self.check_health()?;
+        let slice = staging.slice(0..size);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |result| {
+            let _ = sender.send(result);
+        });
+        self.device
+            .poll(wgpu::PollType::Wait { submission_index: submission, timeout: Some(GPU_WAIT_TIMEOUT) })?;
+        self.check_health()?;
+        receiver.try_recv().map_err(|_| GpuError::MapNotCompleted)??;
+        let bytes = slice.get_mapped_range().map_err(|_| GpuError::MapNotCompleted)?.to_vec();
+        staging.unmap();
+        Ok(bytes)
     }
 
     /// The adapter's memory tier and what is free on it now.
@@ -353,7 +443,7 @@ impl GpuContext {
             self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
         self.queue.submit([encoder.finish()]);
-        map_and_read(&self.device, &staging, size)
+        self.map_and_read(&staging, size)
     }
 
     pub fn read_f32(&self, buffer: &wgpu::Buffer, count: usize) -> Result<Vec<f32>, GpuError> {
@@ -387,29 +477,4 @@ impl GpuContext {
         }
         Ok(value)
     }
-}
-
-/// Maps a MAP_READ buffer whose copy has been submitted, waits for the GPU and returns its bytes.
-pub fn map_and_read(device: &wgpu::Device, staging: &wgpu::Buffer, size: u64) -> Result<Vec<u8>, GpuError> {
-    map_and_read_after(device, staging, size, None)
-}
-
-/// As `map_and_read`, waiting only for `submission` (and those before it) rather than for
-/// everything queued: work submitted after it keeps the GPU busy while the CPU reads.
-pub fn map_and_read_after(
-    device: &wgpu::Device,
-    staging: &wgpu::Buffer,
-    size: u64,
-    submission: Option<wgpu::SubmissionIndex>,
-) -> Result<Vec<u8>, GpuError> {
-    let slice = staging.slice(0..size);
-    let (sender, receiver) = std::sync::mpsc::channel();
-    slice.map_async(wgpu::MapMode::Read, move |result| {
-        let _ = sender.send(result);
-    });
-    device.poll(wgpu::PollType::Wait { submission_index: submission, timeout: None })?;
-    receiver.recv().expect("map_async callback runs during poll")?;
-    let bytes = slice.get_mapped_range().expect("mapped after map_async succeeded").to_vec();
-    staging.unmap();
-    Ok(bytes)
 }

@@ -10,8 +10,7 @@ pub mod shader;
 mod weights;
 
 pub use context::{
-    list_adapters, map_and_read, map_and_read_after, AdapterSummary, GpuCapabilities, GpuContext, GpuError,
-    GpuInitError, GpuOptions,
+    list_adapters, AdapterSummary, GpuCapabilities, GpuContext, GpuError, GpuInitError, GpuOptions,
 };
 pub use memory::{AdapterKind, GpuMemory, MemoryKind, MemorySource, MemoryTier};
 pub use op_list::{grid, Dispatch, DispatchSwitch, OpList, Workgroups};

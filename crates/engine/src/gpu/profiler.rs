@@ -1,7 +1,7 @@
 use std::sync::Mutex;
 
 use super::{
-    context::{map_and_read_after, GpuError},
+    context::GpuError,
     op_list::{encode_one, Dispatch},
     GpuContext,
 };
@@ -122,7 +122,7 @@ impl KernelProfiler {
         if labels.is_empty() {
             return Ok(Vec::new());
         }
-        let bytes = map_and_read_after(&ctx.device, &self.staging, labels.len() as u64 * 16, submission)?;
+        let bytes = ctx.map_and_read_after(&self.staging, labels.len() as u64 * 16, submission)?;
         let ticks: &[u64] = bytemuck::cast_slice(&bytes);
         Ok(labels
             .into_iter()

@@ -4,6 +4,8 @@ use super::GpuContext;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WeightUploadError {
+    #[error("tensor '{name}': the GPU could not allocate {bytes} bytes for it (out of GPU memory?)")]
+    Allocation { name: String, bytes: u64 },
     #[error("tensor '{name}': one row of {row_bytes} bytes is larger than the GPU's largest storage binding ({max_binding} bytes)")]
     RowTooLarge { name: String, row_bytes: u64, max_binding: u64 },
     #[error("tensor '{name}': {rows} rows of {row_len} {ty} values do not fit the GPU's 32-bit indexing")]
@@ -98,7 +100,7 @@ impl GpuMatrix {
             let chunk_rows = rows_per_chunk.min(rows - first_row);
             let bytes =
                 &data[(first_row * row_bytes) as usize..((first_row + chunk_rows) * row_bytes) as usize];
-            let buffer = upload_padded(ctx, name, bytes);
+            let buffer = upload_padded(ctx, name, bytes)?;
             chunks.push(MatrixChunk { buffer, first_row: first_row as u32, rows: chunk_rows as u32 });
             first_row += chunk_rows;
         }
@@ -163,7 +165,7 @@ impl StackedMatrix {
     }
 }
 
-fn upload_padded(ctx: &GpuContext, label: &str, bytes: &[u8]) -> wgpu::Buffer {
+fn upload_padded(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer, WeightUploadError> {
     // One spare word: unaligned u32 reads of the last block may touch the word after it.
     let size = (bytes.len() as u64).next_multiple_of(4) + 4;
     let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -172,12 +174,13 @@ fn upload_padded(ctx: &GpuContext, label: &str, bytes: &[u8]) -> wgpu::Buffer {
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: true,
     });
-    buffer
+    // A buffer the device could not allocate is invalid and has no mapping.
+    let mut mapped = buffer
         .slice(..)
         .get_mapped_range_mut()
-        .expect("mapped at creation")
-        .slice(..bytes.len())
-        .copy_from_slice(bytes);
+        .map_err(|_| WeightUploadError::Allocation { name: label.to_string(), bytes: size })?;
+    mapped.slice(..bytes.len()).copy_from_slice(bytes);
+    drop(mapped);
     buffer.unmap();
-    buffer
+    Ok(buffer)
 }
