@@ -4,7 +4,7 @@
 use std::{
     path::PathBuf,
     sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, OnceLock},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use doppler_app::core::{
@@ -226,8 +226,22 @@ fn stopping_keeps_what_was_generated() {
         )
         .unwrap();
     sink.wait_for_tokens(4);
+    // While it streams the reply is already in the database, its text saved every second or
+    // 32 tokens, so a crash now would keep it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let saved = loop {
+        let last = h.db.thread(c).unwrap().pop().unwrap().message;
+        if last.role == Role::Assistant && !last.content.is_empty() {
+            break last;
+        }
+        assert!(Instant::now() < deadline, "no text of the streaming reply was saved");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(saved.generation.is_none(), "not finished yet: {saved:?}");
+    assert!(sink.streamed_text().starts_with(&saved.content), "{saved:?}");
     assert!(h.chat.stop(receipt.generation_id), "the running generation stops");
     let reply = done_message(sink.wait_for_end());
+    assert_eq!(reply.id, saved.id, "the saved reply is finished in place");
     let stats = reply.generation.clone().unwrap();
     assert_eq!(stats.finish_reason, FinishReason::Cancelled);
     assert!(stats.generated_tokens >= 4 && stats.generated_tokens < 400, "{stats:?}");

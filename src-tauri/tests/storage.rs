@@ -161,6 +161,49 @@ fn a_stopped_reply_is_kept_with_its_reason() {
 }
 
 #[test]
+fn a_reply_streams_into_the_database_and_survives_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conversations.sqlite3");
+    let (c, q);
+    {
+        let db = Database::open(&path).unwrap().database;
+        c = db.create_conversation(&ConversationSettings::default()).unwrap().id;
+        q = db.add_user_message(c, None, "Tell me a long story").unwrap().id;
+        let reply = db.begin_reply(c, q, "smollm2-135m-instruct").unwrap();
+        assert_eq!(
+            (reply.role, reply.content.as_str(), reply.generation.is_none()),
+            (Role::Assistant, "", true)
+        );
+        // Shown at once: the branch ends at the reply while it streams.
+        assert_eq!(db.thread(c).unwrap().last().unwrap().message.id, reply.id);
+        db.save_reply_text(c, reply.id, "Once upon").unwrap();
+        db.save_reply_text(c, reply.id, "Once upon a time").unwrap();
+        // The app is killed here: no finish_reply.
+    }
+    let db = Database::open(&path).unwrap().database;
+    assert_eq!(db.mark_interrupted_replies().unwrap(), 1);
+    let thread = db.thread(c).unwrap();
+    assert_eq!(thread[1].message.content, "Once upon a time");
+    assert_eq!(thread[1].message.generation.as_ref().unwrap().finish_reason, FinishReason::Interrupted);
+    // A finished reply is no longer streaming: no more saves, and nothing left to mark.
+    assert!(db.save_reply_text(c, thread[1].message.id, "more").is_err());
+    assert_eq!(db.mark_interrupted_replies().unwrap(), 0);
+
+    // A second reply runs to its end; a third never produces text and is discarded.
+    let second = db.begin_reply(c, q, "smollm2-135m-instruct").unwrap();
+    db.save_reply_text(c, second.id, "Long ago").unwrap();
+    let done = db.finish_reply(c, second.id, "Long ago, far away.", &stats(FinishReason::Eos)).unwrap();
+    assert_eq!(done.content, "Long ago, far away.");
+    assert_eq!(done.generation.unwrap().generated_tokens, 5);
+    let third = db.begin_reply(c, q, "smollm2-135m-instruct").unwrap();
+    db.discard_reply(c, third.id).unwrap();
+    assert_eq!(db.thread(c).unwrap().last().unwrap().message.id, q);
+    assert!(db.message(c, third.id).is_err());
+    // Replies answer user messages only.
+    assert!(db.begin_reply(c, second.id, "smollm2-135m-instruct").is_err());
+}
+
+#[test]
 fn search_finds_titles_and_message_text_with_a_snippet() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir);

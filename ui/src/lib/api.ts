@@ -25,7 +25,14 @@ export type Conversation = {
 
 export type ConversationSummary = { id: number; title: string; updatedAt: number; snippet: string | null };
 
-export type FinishReason = 'eos' | 'max_tokens' | 'stop_string' | 'cancelled' | 'context_full';
+export type FinishReason =
+  | 'eos'
+  | 'max_tokens'
+  | 'stop_string'
+  | 'cancelled'
+  | 'context_full'
+  | 'failed'
+  | 'interrupted';
 
 export type GenerationStats = {
   modelId: string;

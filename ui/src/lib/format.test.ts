@@ -21,6 +21,8 @@ describe('formatting', () => {
     expect(finishLabel('eos')).toBe('');
     expect(finishLabel('cancelled')).toBe('Stopped');
     expect(finishLabel('context_full')).toBe('Context full');
+    expect(finishLabel('interrupted')).toBe('Interrupted');
+    expect(finishLabel('failed')).toBe('Generation failed');
   });
 
   it('names the default models', () => {

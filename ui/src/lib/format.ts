@@ -38,6 +38,10 @@ export function finishLabel(reason: FinishReason): string {
       return 'Stopped';
     case 'context_full':
       return 'Context full';
+    case 'failed':
+      return 'Generation failed';
+    case 'interrupted':
+      return 'Interrupted';
   }
 }
 

@@ -60,6 +60,11 @@ impl AppState {
             });
         }
         let db = Arc::new(opened.database);
+        // Replies the last run left streaming (it ended or was killed mid-reply) keep their
+        // saved text, marked interrupted.
+        if let Err(error) = db.mark_interrupted_replies() {
+            tracing::warn!(%error, "could not mark interrupted replies");
+        }
         let worker = Arc::new(EngineWorker::spawn(engine));
         let models = ModelCatalog::new(store, worker.clone());
         if let Some(reason) = models.unavailable_reason() {

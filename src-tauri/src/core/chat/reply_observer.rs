@@ -1,4 +1,7 @@
-use std::sync::Arc;
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use doppler_engine::{GenerateError, GenerationSummary, StopReason};
 
@@ -8,13 +11,26 @@ use crate::core::{
     storage::{ConversationId, Database, FinishReason, GenerationStats, MessageId, NewReply},
 };
 
-/// Streams one generation to its sink and commits the reply when it ends.
+/// Saved text of a streaming reply is at most this old, or this many tokens behind, when the
+/// app is killed: each save is a transaction of its own.
+const SAVE_INTERVAL: Duration = Duration::from_secs(1);
+const SAVE_EVERY_TOKENS: usize = 32;
+
+/// Streams one generation to its sink and keeps the reply in the database as it grows: begun
+/// when generation starts, its text saved every `SAVE_INTERVAL` or `SAVE_EVERY_TOKENS`, finished
+/// with its numbers at the end (a failure keeps the text so far).
 pub(super) struct ReplyObserver {
-    pub db: Arc<Database>,
-    pub sink: Arc<dyn GenerationSink>,
-    pub conversation_id: ConversationId,
-    pub user_message_id: MessageId,
-    pub model_id: String,
+    db: Arc<Database>,
+    sink: Arc<dyn GenerationSink>,
+    conversation_id: ConversationId,
+    user_message_id: MessageId,
+    model_id: String,
+    /// The reply's message once begun; `None` if the database refused it, and the reply is
+    /// then committed whole at the end.
+    reply_id: Option<MessageId>,
+    text: String,
+    unsaved_tokens: usize,
+    saved_at: Instant,
 }
 
 impl GenerationObserver for ReplyObserver {
@@ -23,22 +39,39 @@ impl GenerationObserver for ReplyObserver {
     }
 
     fn started(&mut self) {
+        match self.db.begin_reply(self.conversation_id, self.user_message_id, &self.model_id) {
+            Ok(reply) => self.reply_id = Some(reply.id),
+            Err(error) => {
+                tracing::warn!(%error, conversation = self.conversation_id, "could not begin a reply")
+            }
+        }
+        self.saved_at = Instant::now();
         self.sink.send(GenerationEvent::Started);
     }
 
     fn token(&mut self, text: &str) {
-        if !text.is_empty() {
-            self.sink.send(GenerationEvent::Token { text: text.to_string() });
+        if text.is_empty() {
+            return;
         }
+        self.text.push_str(text);
+        self.unsaved_tokens += 1;
+        if self.unsaved_tokens >= SAVE_EVERY_TOKENS || self.saved_at.elapsed() >= SAVE_INTERVAL {
+            self.save_text();
+        }
+        self.sink.send(GenerationEvent::Token { text: text.to_string() });
     }
 
     fn finished(self: Box<Self>, outcome: GenerationOutcome) {
         let event = match outcome {
-            GenerationOutcome::Finished(summary) => self.commit(&summary),
+            GenerationOutcome::Finished(summary) => {
+                let stats = self.stats(finish_reason(summary.stop_reason), Some(&summary));
+                self.commit(&summary.text, stats)
+            }
             GenerationOutcome::CancelledWhileQueued => GenerationEvent::Cancelled,
             GenerationOutcome::Failed(failure) => {
                 let context_full =
                     matches!(failure, GenerationFailure::Engine(GenerateError::PromptTooLong { .. }));
+                self.keep_partial_text();
                 GenerationEvent::Failed { reason: failure.to_string(), context_full }
             }
         };
@@ -47,21 +80,58 @@ impl GenerationObserver for ReplyObserver {
 }
 
 impl ReplyObserver {
-    fn commit(&self, summary: &GenerationSummary) -> GenerationEvent {
-        let reply = NewReply {
-            conversation_id: self.conversation_id,
-            parent_id: self.user_message_id,
-            content: summary.text.clone(),
-            stats: GenerationStats {
-                model_id: self.model_id.clone(),
-                finish_reason: finish_reason(summary.stop_reason),
-                prompt_tokens: summary.prompt_tokens as u32,
-                generated_tokens: summary.generated_tokens as u32,
-                tokens_per_second: summary.tokens_per_second,
-                time_to_first_token_ms: summary.time_to_first_token_ms,
-            },
+    pub fn new(
+        db: Arc<Database>,
+        sink: Arc<dyn GenerationSink>,
+        conversation_id: ConversationId,
+        user_message_id: MessageId,
+        model_id: String,
+    ) -> ReplyObserver {
+        ReplyObserver {
+            db,
+            sink,
+            conversation_id,
+            user_message_id,
+            model_id,
+            reply_id: None,
+            text: String::new(),
+            unsaved_tokens: 0,
+            saved_at: Instant::now(),
+        }
+    }
+
+    fn save_text(&mut self) {
+        let Some(id) = self.reply_id else { return };
+        if let Err(error) = self.db.save_reply_text(self.conversation_id, id, &self.text) {
+            tracing::warn!(%error, conversation = self.conversation_id, "could not save a reply's text");
+        }
+        self.unsaved_tokens = 0;
+        self.saved_at = Instant::now();
+    }
+
+    fn stats(&self, finish_reason: FinishReason, summary: Option<&GenerationSummary>) -> GenerationStats {
+        GenerationStats {
+            model_id: self.model_id.clone(),
+            finish_reason,
+            prompt_tokens: summary.map_or(0, |s| s.prompt_tokens as u32),
+            generated_tokens: summary.map_or(0, |s| s.generated_tokens as u32),
+            tokens_per_second: summary.map_or(0.0, |s| s.tokens_per_second),
+            time_to_first_token_ms: summary.map_or(0.0, |s| s.time_to_first_token_ms),
+        }
+    }
+
+    /// The finished reply: completes the begun message, or adds it whole.
+    fn commit(&self, text: &str, stats: GenerationStats) -> GenerationEvent {
+        let saved = match self.reply_id {
+            Some(id) => self.db.finish_reply(self.conversation_id, id, text, &stats),
+            None => self.db.add_reply(&NewReply {
+                conversation_id: self.conversation_id,
+                parent_id: self.user_message_id,
+                content: text.to_string(),
+                stats,
+            }),
         };
-        match self.db.add_reply(&reply) {
+        match saved {
             Ok(message) => GenerationEvent::Done { message },
             Err(error) => {
                 tracing::error!(%error, conversation = self.conversation_id, "could not save a reply");
@@ -70,6 +140,22 @@ impl ReplyObserver {
                     context_full: false,
                 }
             }
+        }
+    }
+
+    /// After an engine failure: the text generated so far stays, marked failed; a reply that
+    /// produced nothing is removed.
+    fn keep_partial_text(&self) {
+        let Some(id) = self.reply_id else { return };
+        let kept = match self.text.is_empty() {
+            true => self.db.discard_reply(self.conversation_id, id),
+            false => self
+                .db
+                .finish_reply(self.conversation_id, id, &self.text, &self.stats(FinishReason::Failed, None))
+                .map(drop),
+        };
+        if let Err(error) = kept {
+            tracing::error!(%error, conversation = self.conversation_id, "could not keep a failed reply's text");
         }
     }
 }

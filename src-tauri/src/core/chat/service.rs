@@ -97,13 +97,13 @@ impl ChatService {
             messages: prompt::chat_messages(&conversation.settings.system_prompt, &branch),
             options: prompt::generate_options(&conversation.settings, fresh_seed()),
         };
-        let observer = ReplyObserver {
-            db: self.db.clone(),
-            sink: target.sink,
+        let observer = ReplyObserver::new(
+            self.db.clone(),
+            target.sink,
             conversation_id,
             user_message_id,
-            model_id: target.model_id,
-        };
+            target.model_id,
+        );
         Ok(self.worker.generate(request, Box::new(observer)))
     }
 }

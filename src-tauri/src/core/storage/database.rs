@@ -5,7 +5,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use rusqlite::{Connection, ErrorCode, Transaction};
+use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 use serde::Serialize;
 
 use super::{
@@ -90,12 +90,14 @@ impl Database {
     }
 
     /// Runs `f` in a transaction, committed when it returns `Ok` and rolled back otherwise.
+    /// Immediate: it takes the write lock at once (waiting up to the busy timeout), so it
+    /// cannot fail halfway on a lock another connection holds.
     pub(super) fn write<T>(
         &self,
         f: impl FnOnce(&Transaction) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
         let mut conn = self.lock();
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let value = f(&tx)?;
         tx.commit()?;
         Ok(value)

@@ -75,6 +75,109 @@ impl Database {
         })
     }
 
+    /// Starts a reply to user message `parent_id` as an empty assistant message, shown at the end
+    /// of its branch, so that its text can be saved as it streams in (`save_reply_text`) and
+    /// survives a crash; `finish_reply` completes it.
+    pub fn begin_reply(
+        &self,
+        conversation_id: ConversationId,
+        parent_id: MessageId,
+        model_id: &str,
+    ) -> Result<Message, StorageError> {
+        self.write(|tx| {
+            let parent = message(tx, conversation_id, parent_id)?;
+            if parent.role != Role::User {
+                return Err(StorageError::NotAUserMessage(parent.id));
+            }
+            let now = now_ms();
+            tx.execute(
+                "INSERT INTO messages (conversation_id, parent_id, role, content, created_at, model_id) VALUES (?1, ?2, ?3, '', ?4, ?5)",
+                params![conversation_id, parent_id, Role::Assistant.as_str(), now, model_id],
+            )?;
+            let id = tx.last_insert_rowid();
+            tx.execute(
+                "UPDATE conversations SET current_leaf_id = ?2, updated_at = ?3, model_id = ?4 WHERE id = ?1",
+                params![conversation_id, id, now, model_id],
+            )?;
+            message(tx, conversation_id, id)
+        })
+    }
+
+    /// Saves the text of a reply begun with `begin_reply` and not finished yet.
+    pub fn save_reply_text(
+        &self,
+        conversation_id: ConversationId,
+        id: MessageId,
+        content: &str,
+    ) -> Result<(), StorageError> {
+        self.write(|tx| {
+            let updated = tx.execute(
+                "UPDATE messages SET content = ?3 WHERE id = ?1 AND conversation_id = ?2 AND role = 'assistant' AND finish_reason IS NULL",
+                params![id, conversation_id, content],
+            )?;
+            match updated {
+                1 => Ok(()),
+                _ => Err(StorageError::MessageNotFound { conversation: conversation_id, message: id }),
+            }
+        })
+    }
+
+    /// Completes a reply begun with `begin_reply` with its final text and how it went.
+    pub fn finish_reply(
+        &self,
+        conversation_id: ConversationId,
+        id: MessageId,
+        content: &str,
+        stats: &GenerationStats,
+    ) -> Result<Message, StorageError> {
+        self.write(|tx| {
+            let updated = tx.execute(
+                "UPDATE messages SET content = ?3, model_id = ?4, finish_reason = ?5, prompt_tokens = ?6, generated_tokens = ?7, tokens_per_second = ?8, time_to_first_token_ms = ?9
+                 WHERE id = ?1 AND conversation_id = ?2 AND role = 'assistant' AND finish_reason IS NULL",
+                params![
+                    id,
+                    conversation_id,
+                    content,
+                    stats.model_id,
+                    stats.finish_reason.as_str(),
+                    stats.prompt_tokens,
+                    stats.generated_tokens,
+                    stats.tokens_per_second,
+                    stats.time_to_first_token_ms
+                ],
+            )?;
+            if updated != 1 {
+                return Err(StorageError::MessageNotFound { conversation: conversation_id, message: id });
+            }
+            tx.execute("UPDATE conversations SET updated_at = ?2 WHERE id = ?1", params![conversation_id, now_ms()])?;
+            message(tx, conversation_id, id)
+        })
+    }
+
+    /// Removes a begun reply that never produced text, showing its user message again.
+    pub fn discard_reply(&self, conversation_id: ConversationId, id: MessageId) -> Result<(), StorageError> {
+        self.write(|tx| {
+            let reply = message(tx, conversation_id, id)?;
+            tx.execute(
+                "UPDATE conversations SET current_leaf_id = ?3 WHERE id = ?1 AND current_leaf_id = ?2",
+                params![conversation_id, id, reply.parent_id],
+            )?;
+            tx.execute("DELETE FROM messages WHERE id = ?1 AND finish_reason IS NULL", params![id])?;
+            Ok(())
+        })
+    }
+
+    /// Marks the replies a previous run left unfinished (the app ended or was killed while they
+    /// streamed) as interrupted, keeping their saved text; returns how many there were.
+    pub fn mark_interrupted_replies(&self) -> Result<usize, StorageError> {
+        self.write(|tx| {
+            Ok(tx.execute(
+                "UPDATE messages SET finish_reason = ?1 WHERE role = 'assistant' AND finish_reason IS NULL",
+                params![FinishReason::Interrupted.as_str()],
+            )?)
+        })
+    }
+
     pub fn message(&self, conversation_id: ConversationId, id: MessageId) -> Result<Message, StorageError> {
         self.read(|conn| message(conn, conversation_id, id))
     }

@@ -91,6 +91,10 @@ pub enum FinishReason {
     /// The user stopped it; the message holds what was generated until then.
     Cancelled,
     ContextFull,
+    /// The engine failed mid-reply; the message holds what was generated until then.
+    Failed,
+    /// The app ended (or was killed) mid-reply; the message holds the text last saved.
+    Interrupted,
 }
 
 impl FinishReason {
@@ -101,6 +105,8 @@ impl FinishReason {
             FinishReason::StopString => "stop_string",
             FinishReason::Cancelled => "cancelled",
             FinishReason::ContextFull => "context_full",
+            FinishReason::Failed => "failed",
+            FinishReason::Interrupted => "interrupted",
         }
     }
 
@@ -111,6 +117,8 @@ impl FinishReason {
             FinishReason::StopString,
             FinishReason::Cancelled,
             FinishReason::ContextFull,
+            FinishReason::Failed,
+            FinishReason::Interrupted,
         ]
         .into_iter()
         .find(|reason| reason.as_str() == text)
