@@ -15,7 +15,8 @@
 // 2^23 + q), an integer op and an add where a conversion would run at quarter rate.
 // Results are vectors and structs rather than arrays: a private array indexed by a loop
 // variable can end up in slow local memory.
-// Blocks of 18, 22, 34, 110 and 210 bytes are only 2-byte aligned, hence the *_even readers.
+// Blocks of 18, 22, 34, 110 and 210 bytes are only 2-byte aligned, hence the *_even readers;
+// MXFP4's 17-byte blocks can start at any byte, hence the *_any readers.
 
 // The 16 values of x that a part multiplies, as 4 runs of 4 consecutive values.
 struct Runs {
@@ -66,6 +67,29 @@ fn words4_even(byte: u32) -> vec4<u32> {
     return (a >> vec4<u32>(16u)) | (b << vec4<u32>(16u));
 }
 
+// The 4 bytes at any byte offset.
+fn word_any(byte: u32) -> u32 {
+    let i = byte >> 2u;
+    let shift = (byte & 3u) * 8u;
+    let lo = weights[i];
+    if (shift == 0u) {
+        return lo;
+    }
+    return (lo >> shift) | (weights[i + 1u] << (32u - shift));
+}
+
+// The 8 bytes at any byte offset.
+fn words2_any(byte: u32) -> vec2<u32> {
+    let i = byte >> 2u;
+    let shift = (byte & 3u) * 8u;
+    let a = vec2<u32>(weights[i], weights[i + 1u]);
+    if (shift == 0u) {
+        return a;
+    }
+    let b = vec2<u32>(weights[i + 1u], weights[i + 2u]);
+    return (a >> vec2<u32>(shift)) | (b << vec2<u32>(32u - shift));
+}
+
 // The f16 at a 2-aligned byte offset.
 fn half_at(byte: u32) -> f32 {
     return unpack2x16float(weights[byte >> 2u] >> ((byte & 2u) * 8u)).x;
@@ -79,6 +103,19 @@ fn byte_at(byte: u32) -> u32 {
 // The 4 unsigned bytes of `w` as floats, each minus `bias` (an integer): exact.
 fn byte_values(w: u32, bias: f32) -> vec4<f32> {
     return bitcast<vec4<f32>>(unpack4xU8(w) | vec4<u32>(0x4b000000u)) - (8388608.0 + bias);
+}
+
+// Entry `index` (0..16) of a 16-byte table packed four bytes to a word: a shift away rather
+// than an index into an array that could land in slow local memory.
+fn table_entry(table: vec4<u32>, index: u32) -> u32 {
+    return (table[index >> 2u] >> ((index & 3u) * 8u)) & 0xffu;
+}
+
+// The entries of a table of signed values stored plus 128 (see table_entry) for the 4
+// indices of `w` (one per byte), as floats.
+fn table_values(table: vec4<u32>, w: u32) -> vec4<f32> {
+    let entries = table_entry(table, w & 0xffu) | (table_entry(table, (w >> 8u) & 0xffu) << 8u) | (table_entry(table, (w >> 16u) & 0xffu) << 16u) | (table_entry(table, w >> 24u) << 24u);
+    return byte_values(entries, 128.0);
 }
 
 // The low (shift 0) or high (shift 4) nibbles of the 4 bytes of `w`, one per byte.
@@ -537,22 +574,13 @@ fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
 #include "quant_iq4_table.wgsl"
 const BLOCK_LEN = 32u;
 const BLOCK_BYTES = 18u;
-const PARTS = 2u;
+const QUANTS_OFFSET = 2u;
+const TABLE = IQ4_TABLE;
 
-fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
-    let q = word_even(block_byte + 2u + (k & 15u));
-    return half_at(block_byte) * iq4_values(nibbles(q, (k >> 4u) * 4u));
+fn block_scale(block_byte: u32) -> f32 {
+    return half_at(block_byte);
 }
-
-fn run_start(part: u32, run: u32) -> u32 {
-    return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
-}
-
-fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
-    let q = words2_even(block_byte + 2u + part * 8u);
-    let w = Runs(iq4_values(nibbles(q.x, 0u)), iq4_values(nibbles(q.y, 0u)), iq4_values(nibbles(q.x, 4u)), iq4_values(nibbles(q.y, 4u)));
-    return half_at(block_byte) * runs_dot(w, xs);
-}
+#include "quant_table_block.wgsl"
 #endif
 
 #ifdef TYPE_IQ4_XS
@@ -576,7 +604,7 @@ fn iq4_xs_scale(block_byte: u32, b: u32) -> f32 {
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let b = k >> 5u;
     let q = word_at(block_byte + 8u + b * 16u + (k & 15u));
-    return iq4_xs_scale(block_byte, b) * iq4_values(nibbles(q, ((k >> 4u) & 1u) * 4u));
+    return iq4_xs_scale(block_byte, b) * table_values(IQ4_TABLE, nibbles(q, ((k >> 4u) & 1u) * 4u));
 }
 
 // Part p holds bytes 8(p%2)..8(p%2)+7 of block p/2: its values 8(p%2).. (low nibbles) and
@@ -589,7 +617,24 @@ fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let w = (block_byte + 8u + part * 8u) >> 2u;
     let q0 = weights[w];
     let q1 = weights[w + 1u];
-    let v = Runs(iq4_values(nibbles(q0, 0u)), iq4_values(nibbles(q1, 0u)), iq4_values(nibbles(q0, 4u)), iq4_values(nibbles(q1, 4u)));
+    let v = Runs(table_values(IQ4_TABLE, nibbles(q0, 0u)), table_values(IQ4_TABLE, nibbles(q1, 0u)), table_values(IQ4_TABLE, nibbles(q0, 4u)), table_values(IQ4_TABLE, nibbles(q1, 4u)));
     return iq4_xs_scale(block_byte, part >> 1u) * runs_dot(v, xs);
 }
+#endif
+
+#ifdef TYPE_MXFP4
+// { u8 e; u8 qs[16]; }: nibbles laid out as in Q4_0, each an FP4 (E2M1) value; ggml keeps
+// them doubled (0, 1, 2, 3, 4, 6, 8, 12 and negatives, sign in bit 3) and halves the E8M0
+// scale: value = 2^(e - 128)·table[nibble].
+const BLOCK_LEN = 32u;
+const BLOCK_BYTES = 17u;
+const QUANTS_OFFSET = 1u;
+const TABLE = vec4<u32>(0x83828180u, 0x8c888684u, 0x7d7e7f80u, 0x74787a7cu);
+
+// 2^(e - 128): the f32 subnormals 2^-128 and 2^-127 for e < 2.
+fn block_scale(block_byte: u32) -> f32 {
+    let e = byte_at(block_byte);
+    return bitcast<f32>(select((e - 1u) << 23u, 0x00200000u << e, e < 2u));
+}
+#include "quant_table_block.wgsl"
 #endif

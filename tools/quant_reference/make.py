@@ -3,7 +3,8 @@
 implementation that is not ours: gguf-py's `gguf.quants.dequantize` (pip install gguf numpy).
 
 For each type: random blocks (random quant and scale bytes, with the f16 scale fields set to
-finite values of either sign, one of them zero) and their dequantized values, written to
+finite values of either sign, one of them zero; MXFP4's E8M0 exponents around 127, plus the
+subnormal scales of exponents 0 and 1) and their dequantized values, written to
 tests/data/quant/<TYPE>.bin as: u32 block count, the block bytes, then one f32 per value,
 all little-endian. Run from the repository root: python3 tools/quant_reference/make.py
 """
@@ -20,8 +21,9 @@ TYPES = [
     (T.Q3_K, 4, [108]),
     (T.IQ4_NL, 16, [0]),
     (T.IQ4_XS, 4, [0]),
+    (T.MXFP4, 16, []),
 ]
-BLOCK_BYTES = {T.Q2_K: 84, T.Q3_K: 110, T.IQ4_NL: 18, T.IQ4_XS: 136}
+BLOCK_BYTES = {T.Q2_K: 84, T.Q3_K: 110, T.IQ4_NL: 18, T.IQ4_XS: 136, T.MXFP4: 17}
 
 
 def random_blocks(rng, qtype, count, scale_offsets):
@@ -31,6 +33,9 @@ def random_blocks(rng, qtype, count, scale_offsets):
             magnitude = 0.0 if (b == 1 and offset == scale_offsets[0]) else 2.0 ** rng.uniform(-12, 2)
             scale = np.float16(magnitude * rng.choice([-1.0, 1.0]))
             blocks[b, offset : offset + 2] = np.frombuffer(scale.tobytes(), dtype=np.uint8)
+    if qtype == T.MXFP4:
+        blocks[:, 0] = rng.integers(115, 140, size=count)
+        blocks[:2, 0] = [0, 1]
     return blocks
 
 

@@ -42,22 +42,24 @@ pub struct BlockIq4Xs {
 const _: () = assert!(std::mem::size_of::<BlockIq4Nl>() == 18);
 const _: () = assert!(std::mem::size_of::<BlockIq4Xs>() == 136);
 
-/// The table index whose value is nearest `scaled`.
-fn nearest_index(scaled: f32) -> u8 {
-    let distance = |k: usize| (f32::from(IQ4_VALUES[k]) - scaled).abs();
+/// The index of the entry of `table` nearest `scaled`.
+fn nearest_index(table: &[i8; 16], scaled: f32) -> u8 {
+    let distance = |k: usize| (f32::from(table[k]) - scaled).abs();
     (0..16).min_by(|&a, &b| distance(a).total_cmp(&distance(b))).expect("16 entries") as u8
 }
 
-/// Rounds each value of a 32-value block to the nearest table entry times `scale`.
-fn pack_nearest(values: &[f32], scale: f32) -> [u8; QK / 2] {
+/// Rounds each value of a 32-value block to the nearest entry of `table` times `scale`,
+/// returning the nibbles in Q4_0's layout.
+pub(super) fn pack_nearest(table: &[i8; 16], values: &[f32], scale: f32) -> [u8; QK / 2] {
     let inv = inverse(scale);
-    let quants: [u8; QK] = std::array::from_fn(|j| nearest_index(values[j] * inv));
+    let quants: [u8; QK] = std::array::from_fn(|j| nearest_index(table, values[j] * inv));
     std::array::from_fn(|j| quants[j] | (quants[j + QK / 2] << 4))
 }
 
-fn dequantize_block(qs: &[u8; QK / 2], scale: f32, out: &mut [f32]) {
+/// x = scale·table[nibble j] for a 32-value block of nibbles in Q4_0's layout.
+pub(super) fn dequantize_table_block(table: &[i8; 16], qs: &[u8; QK / 2], scale: f32, out: &mut [f32]) {
     for (j, x) in out.iter_mut().enumerate() {
-        *x = scale * f32::from(IQ4_VALUES[usize::from(nibble(qs, j))]);
+        *x = scale * f32::from(table[usize::from(nibble(qs, j))]);
     }
 }
 
@@ -81,13 +83,13 @@ impl QuantBlock for BlockIq4Nl {
     const LEN: usize = QK;
 
     fn dequantize(&self, out: &mut [f32]) {
-        dequantize_block(&self.qs, f16_value(self.d), out);
+        dequantize_table_block(&IQ4_VALUES, &self.qs, f16_value(self.d), out);
     }
 
     /// The largest-magnitude value maps to the table's -127 end, as in ggml.
     fn quantize(values: &[f32]) -> Self {
         let (d_bits, d) = stored_f16(signed_abs_max(values) / f32::from(IQ4_VALUES[0]));
-        BlockIq4Nl { d: d_bits, qs: pack_nearest(values, d) }
+        BlockIq4Nl { d: d_bits, qs: pack_nearest(&IQ4_VALUES, values, d) }
     }
 
     fn random(rng: &mut SplitMix64) -> Self {
@@ -104,7 +106,7 @@ impl QuantBlock for BlockIq4Xs {
         for (b, values) in out.chunks_exact_mut(QK).enumerate() {
             let scale = d * (i32::from(self.scale(b)) - 32) as f32;
             let qs: &[u8; QK / 2] = self.qs[16 * b..16 * b + 16].try_into().expect("16 bytes");
-            dequantize_block(qs, scale, values);
+            dequantize_table_block(&IQ4_VALUES, qs, scale, values);
         }
     }
 
@@ -118,7 +120,7 @@ impl QuantBlock for BlockIq4Xs {
             std::array::from_fn(|b| ((wanted[b] * inverse(d)).round().clamp(-32.0, 31.0) as i32 + 32) as u8);
         let mut qs = [0u8; QK_K / 2];
         for (b, (chunk, xs)) in qs.chunks_exact_mut(16).zip(values.chunks_exact(QK)).enumerate() {
-            chunk.copy_from_slice(&pack_nearest(xs, d * (i32::from(levels[b]) - 32) as f32));
+            chunk.copy_from_slice(&pack_nearest(&IQ4_VALUES, xs, d * (i32::from(levels[b]) - 32) as f32));
         }
         BlockIq4Xs::with_scales(d_bits, &levels, qs)
     }

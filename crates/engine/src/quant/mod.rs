@@ -10,6 +10,7 @@ mod iq4;
 mod k_quants;
 mod legacy;
 mod low_bit_k_quants;
+mod mxfp4;
 mod rng;
 mod widen;
 
@@ -27,12 +28,13 @@ pub use iq4::{BlockIq4Nl, BlockIq4Xs, IQ4_VALUES};
 pub use k_quants::{BlockQ4K, BlockQ5K, BlockQ6K};
 pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0};
 pub use low_bit_k_quants::{BlockQ2K, BlockQ3K};
+pub use mxfp4::{BlockMxfp4, MXFP4_VALUES};
 pub use widen::{widen_to_q8_0, widens_to_q8_0};
 
 /// The weight types DOPPLER handles: [`dequantize_row`], [`quantize_row`] and
 /// [`random_quantized`] on the CPU, and the matmul and embedding kernels on the GPU (which
 /// use this very table).
-pub const SUPPORTED_TYPES: [GgmlType; 15] = [
+pub const SUPPORTED_TYPES: [GgmlType; 16] = [
     GgmlType::F32,
     GgmlType::F16,
     GgmlType::BF16,
@@ -48,6 +50,7 @@ pub const SUPPORTED_TYPES: [GgmlType; 15] = [
     GgmlType::Q3_K,
     GgmlType::IQ4_NL,
     GgmlType::IQ4_XS,
+    GgmlType::MXFP4,
 ];
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -98,6 +101,7 @@ pub fn dequantize_row(ty: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<(),
         GgmlType::Q3_K => block::dequantize_blocks::<BlockQ3K>(bytes, out),
         GgmlType::IQ4_NL => block::dequantize_blocks::<BlockIq4Nl>(bytes, out),
         GgmlType::IQ4_XS => block::dequantize_blocks::<BlockIq4Xs>(bytes, out),
+        GgmlType::MXFP4 => block::dequantize_blocks::<BlockMxfp4>(bytes, out),
         other => return Err(QuantError::Unsupported { type_name: other.name() }),
     }
     Ok(())
@@ -149,6 +153,7 @@ pub fn quantize_row(ty: GgmlType, values: &[f32]) -> Result<Vec<u8>, QuantError>
         GgmlType::Q3_K => block::quantize_blocks::<BlockQ3K>(values),
         GgmlType::IQ4_NL => block::quantize_blocks::<BlockIq4Nl>(values),
         GgmlType::IQ4_XS => block::quantize_blocks::<BlockIq4Xs>(values),
+        GgmlType::MXFP4 => block::quantize_blocks::<BlockMxfp4>(values),
         other => return Err(QuantError::Unsupported { type_name: other.name() }),
     };
     // A scale that overflowed f16 shows up as a non-finite dequantized value.
@@ -186,6 +191,7 @@ pub fn random_quantized(ty: GgmlType, row_len: usize, rows: usize, seed: u64) ->
         GgmlType::Q3_K => block::random_blocks::<BlockQ3K>(count, &mut rng),
         GgmlType::IQ4_NL => block::random_blocks::<BlockIq4Nl>(count, &mut rng),
         GgmlType::IQ4_XS => block::random_blocks::<BlockIq4Xs>(count, &mut rng),
+        GgmlType::MXFP4 => block::random_blocks::<BlockMxfp4>(count, &mut rng),
         other => panic!("random_quantized: {} is not supported", other.name()),
     }
 }

@@ -227,6 +227,17 @@ fn iq4_xs_error_is_within_the_widest_table_gap_of_the_rounded_scale() {
 }
 
 #[test]
+fn mxfp4_error_is_within_half_the_widest_table_gap() {
+    // The doubled FP4 entries are at most 4 apart (8 to 12) and the scale d = 2^(e - 128) is
+    // the smallest power of two with 12·d covering the largest magnitude: error <= 2·d.
+    let x = test_values(VALUES, 11);
+    let (bytes, y) = round_trip(GgmlType::MXFP4, &x);
+    assert_block_errors(GgmlType::MXFP4, &x, &y, 32, |b, _| 2.0 * mxfp4::e8m0_half(bytes[b * 17]));
+    let rmse = relative_rmse(&x, &y);
+    assert!(rmse < 0.2, "MXFP4: relative RMSE {rmse}");
+}
+
+#[test]
 fn zero_blocks_quantize_to_zero() {
     for ty in SUPPORTED_TYPES {
         let (_, y) = round_trip(ty, &[0.0; 256]);
@@ -292,4 +303,5 @@ fn block_structs_match_ggml_type_sizes() {
     check::<BlockQ3K>();
     check::<BlockIq4Nl>();
     check::<BlockIq4Xs>();
+    check::<BlockMxfp4>();
 }

@@ -48,3 +48,8 @@ fn iq4_nl_matches_gguf_py() {
 fn iq4_xs_matches_gguf_py() {
     check_fixture(GgmlType::IQ4_XS, fixture!("IQ4_XS"));
 }
+
+#[test]
+fn mxfp4_matches_gguf_py() {
+    check_fixture(GgmlType::MXFP4, fixture!("MXFP4"));
+}
