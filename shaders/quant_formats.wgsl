@@ -15,7 +15,8 @@
 // 2^23 + q), an integer op and an add where a conversion would run at quarter rate.
 // Results are vectors and structs rather than arrays: a private array indexed by a loop
 // variable can end up in slow local memory.
-// Blocks of 18, 22, 34 and 210 bytes are only 2-byte aligned, hence the *_even readers.
+// Blocks of 18, 22, 34, 110 and 210 bytes are only 2-byte aligned, hence the *_even readers;
+// MXFP4's 17-byte blocks can start at any byte, hence the *_any readers.
 
 // The 16 values of x that a part multiplies, as 4 runs of 4 consecutive values.
 struct Runs {
@@ -66,14 +67,55 @@ fn words4_even(byte: u32) -> vec4<u32> {
     return (a >> vec4<u32>(16u)) | (b << vec4<u32>(16u));
 }
 
+// The 4 bytes at any byte offset.
+fn word_any(byte: u32) -> u32 {
+    let i = byte >> 2u;
+    let shift = (byte & 3u) * 8u;
+    let lo = weights[i];
+    if (shift == 0u) {
+        return lo;
+    }
+    return (lo >> shift) | (weights[i + 1u] << (32u - shift));
+}
+
+// The 8 bytes at any byte offset.
+fn words2_any(byte: u32) -> vec2<u32> {
+    let i = byte >> 2u;
+    let shift = (byte & 3u) * 8u;
+    let a = vec2<u32>(weights[i], weights[i + 1u]);
+    if (shift == 0u) {
+        return a;
+    }
+    let b = vec2<u32>(weights[i + 1u], weights[i + 2u]);
+    return (a >> vec2<u32>(shift)) | (b << vec2<u32>(32u - shift));
+}
+
 // The f16 at a 2-aligned byte offset.
 fn half_at(byte: u32) -> f32 {
     return unpack2x16float(weights[byte >> 2u] >> ((byte & 2u) * 8u)).x;
 }
 
+// The byte at any offset.
+fn byte_at(byte: u32) -> u32 {
+    return (weights[byte >> 2u] >> ((byte & 3u) * 8u)) & 0xffu;
+}
+
 // The 4 unsigned bytes of `w` as floats, each minus `bias` (an integer): exact.
 fn byte_values(w: u32, bias: f32) -> vec4<f32> {
     return bitcast<vec4<f32>>(unpack4xU8(w) | vec4<u32>(0x4b000000u)) - (8388608.0 + bias);
+}
+
+// Entry `index` (0..16) of a 16-byte table packed four bytes to a word: a shift away rather
+// than an index into an array that could land in slow local memory.
+fn table_entry(table: vec4<u32>, index: u32) -> u32 {
+    return (table[index >> 2u] >> ((index & 3u) * 8u)) & 0xffu;
+}
+
+// The entries of a table of signed values stored plus 128 (see table_entry) for the 4
+// indices of `w` (one per byte), as floats.
+fn table_values(table: vec4<u32>, w: u32) -> vec4<f32> {
+    let entries = table_entry(table, w & 0xffu) | (table_entry(table, (w >> 8u) & 0xffu) << 8u) | (table_entry(table, (w >> 16u) & 0xffu) << 16u) | (table_entry(table, w >> 24u) << 24u);
+    return byte_values(entries, 128.0);
 }
 
 // The low (shift 0) or high (shift 4) nibbles of the 4 bytes of `w`, one per byte.
@@ -382,9 +424,7 @@ const BLOCK_BYTES = 210u;
 const PARTS = 16u;
 
 fn q6_scale(block_byte: u32, index: u32) -> f32 {
-    let byte = block_byte + 192u + index;
-    let b = (weights[byte >> 2u] >> ((byte & 3u) * 8u)) & 0xffu;
-    return f32(bitcast<i32>(b << 24u) >> 24u);
+    return f32(bitcast<i32>(byte_at(block_byte + 192u + index) << 24u) >> 24u);
 }
 
 // Values of quadrant `quadrant` from the nibbles of `low` at `shift` and the 2-bit fields
@@ -421,4 +461,180 @@ fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
         + q6_scale(block_byte, s + 6u) * dot(q6_values(qb, 4u, qh, 3u), xs.r3);
     return half_at(block_byte + 208u) * sum;
 }
+#endif
+
+#ifdef TYPE_Q2_K
+// { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin; }: sixteen sub-blocks of 16 values; in half
+// n, value 32g+l (group g, l < 32) has its 2 bits in bits 2g..2g+1 of qs[32n+l] and scale
+// byte scales[8n+2g+l/16] (scale in the low nibble, min in the high);
+// value = d·scale·q - dmin·min. 84-byte blocks are word-aligned.
+const BLOCK_LEN = 256u;
+const BLOCK_BYTES = 84u;
+const PARTS = 16u;
+
+// The 2-bit fields at `shift` of the 4 bytes of `w`, one per byte.
+fn two_bit_fields(w: u32, shift: u32) -> u32 {
+    return (w >> shift) & 0x03030303u;
+}
+
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let dm = unpack2x16float(word_at(block_byte + 80u));
+    let half_block = k >> 7u;
+    let group = (k >> 5u) & 3u;
+    let l = k & 31u;
+    let sm = byte_at(block_byte + half_block * 8u + group * 2u + (l >> 4u));
+    let q = word_at(block_byte + 16u + half_block * 32u + l);
+    return dm.x * f32(sm & 15u) * byte_values(two_bit_fields(q, group * 2u), 0.0) - dm.y * f32(sm >> 4u);
+}
+
+// Part p covers l = 4(p%8)..4(p%8)+3 of all four groups of half p/8, as in Q6_K.
+fn run_start(part: u32, run: u32) -> u32 {
+    return (part >> 3u) * 128u + run * 32u + (part & 7u) * 4u;
+}
+
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+    let dm = unpack2x16float(word_at(block_byte + 80u));
+    let half_block = part >> 3u;
+    let l = (part & 7u) * 4u;
+    let q = word_at(block_byte + 16u + half_block * 32u + l);
+    // Groups 0 and 1 take scale bytes l/16 and l/16 + 2 of the half's first word, groups 2
+    // and 3 the same bytes of its second.
+    let shift = (l >> 4u) * 8u;
+    let s01 = word_at(block_byte + half_block * 8u) >> shift;
+    let s23 = word_at(block_byte + half_block * 8u + 4u) >> shift;
+    let scales = vec4<f32>(vec4<u32>(s01, s01 >> 16u, s23, s23 >> 16u) & vec4<u32>(15u));
+    let mins = vec4<f32>((vec4<u32>(s01 >> 4u, s01 >> 20u, s23 >> 4u, s23 >> 20u)) & vec4<u32>(15u));
+    let dots = vec4<f32>(
+        dot(byte_values(two_bit_fields(q, 0u), 0.0), xs.r0),
+        dot(byte_values(two_bit_fields(q, 2u), 0.0), xs.r1),
+        dot(byte_values(two_bit_fields(q, 4u), 0.0), xs.r2),
+        dot(byte_values(two_bit_fields(q, 6u), 0.0), xs.r3),
+    );
+    return dm.x * dot(scales, dots) - dm.y * dot(mins, x_sums);
+}
+#endif
+
+#ifdef TYPE_Q3_K
+// { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d; }: Q2_K's layout of 2-bit fields and
+// sub-blocks, plus a third bit: value 32g+l of half n takes bit 4n+g of hmask[l]; value =
+// d·(scale - 32)·(q - 4). Scale s (6 bits): low 4 bits in nibble s/8 of scales[s%8], high 2
+// bits in bits 2(s/4)..2(s/4)+1 of scales[8+s%4].
+const BLOCK_LEN = 256u;
+const BLOCK_BYTES = 110u;
+const PARTS = 16u;
+
+// Values of group `group` of half `half_block`: the 2-bit fields of `q` and the hmask bits
+// of `hm`, centred on zero.
+fn q3_values(q: u32, hm: u32, half_block: u32, group: u32) -> vec4<f32> {
+    let bits = ((q >> (2u * group)) & 0x03030303u) | (((hm >> (4u * half_block + group)) & 0x01010101u) << 2u);
+    return byte_values(bits, 4.0);
+}
+
+// Scale `s` minus 32, from the 8 low-nibble bytes `lows` and the 4 high-bit bytes `highs`.
+fn q3_scale(lows: vec2<u32>, highs: u32, s: u32) -> f32 {
+    let low_byte = select(lows.x, lows.y, (s & 4u) != 0u) >> ((s & 3u) * 8u);
+    let low = (low_byte >> ((s >> 3u) * 4u)) & 15u;
+    let high = (highs >> ((s & 3u) * 8u + (s >> 2u) * 2u)) & 3u;
+    return f32(low | (high << 4u)) - 32.0;
+}
+
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let half_block = k >> 7u;
+    let group = (k >> 5u) & 3u;
+    let l = k & 31u;
+    let q = word_even(block_byte + 32u + half_block * 32u + l);
+    let hm = word_even(block_byte + l);
+    let scale = q3_scale(words2_even(block_byte + 96u), word_even(block_byte + 104u), half_block * 8u + group * 2u + (l >> 4u));
+    return half_at(block_byte + 108u) * scale * q3_values(q, hm, half_block, group);
+}
+
+fn run_start(part: u32, run: u32) -> u32 {
+    return (part >> 3u) * 128u + run * 32u + (part & 7u) * 4u;
+}
+
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+    let half_block = part >> 3u;
+    let l = (part & 7u) * 4u;
+    let q = word_even(block_byte + 32u + half_block * 32u + l);
+    let hm = word_even(block_byte + l);
+    let lows = words2_even(block_byte + 96u);
+    let highs = word_even(block_byte + 104u);
+    let s = half_block * 8u + (l >> 4u);
+    let sum = q3_scale(lows, highs, s) * dot(q3_values(q, hm, half_block, 0u), xs.r0)
+        + q3_scale(lows, highs, s + 2u) * dot(q3_values(q, hm, half_block, 1u), xs.r1)
+        + q3_scale(lows, highs, s + 4u) * dot(q3_values(q, hm, half_block, 2u), xs.r2)
+        + q3_scale(lows, highs, s + 6u) * dot(q3_values(q, hm, half_block, 3u), xs.r3);
+    return half_at(block_byte + 108u) * sum;
+}
+#endif
+
+#ifdef TYPE_IQ4_NL
+// { f16 d; u8 qs[16]; }: nibbles laid out as in Q4_0, each indexing the non-linear table;
+// value = d·table[nibble].
+#include "quant_iq4_table.wgsl"
+const BLOCK_LEN = 32u;
+const BLOCK_BYTES = 18u;
+const QUANTS_OFFSET = 2u;
+const TABLE = IQ4_TABLE;
+
+fn block_scale(block_byte: u32) -> f32 {
+    return half_at(block_byte);
+}
+#include "quant_table_block.wgsl"
+#endif
+
+#ifdef TYPE_IQ4_XS
+// { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]; }: eight IQ4_NL-like blocks of 32 values
+// (nibbles of block b in qs[16b..16b+15]) with 6-bit scales: low 4 bits in nibble b of the
+// word scales_l, high 2 bits in bits 2b..2b+1 of scales_h; value = d·(scale - 32)·table[q].
+// 136-byte blocks are word-aligned.
+#include "quant_iq4_table.wgsl"
+const BLOCK_LEN = 256u;
+const BLOCK_BYTES = 136u;
+const PARTS = 16u;
+
+// d times block `b`'s scale.
+fn iq4_xs_scale(block_byte: u32, b: u32) -> f32 {
+    let head = word_at(block_byte);
+    let low = (word_at(block_byte + 4u) >> (4u * b)) & 15u;
+    let high = (head >> (16u + 2u * b)) & 3u;
+    return unpack2x16float(head).x * (f32(low | (high << 4u)) - 32.0);
+}
+
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let b = k >> 5u;
+    let q = word_at(block_byte + 8u + b * 16u + (k & 15u));
+    return iq4_xs_scale(block_byte, b) * table_values(IQ4_TABLE, nibbles(q, ((k >> 4u) & 1u) * 4u));
+}
+
+// Part p holds bytes 8(p%2)..8(p%2)+7 of block p/2: its values 8(p%2).. (low nibbles) and
+// 16+8(p%2).. (high).
+fn run_start(part: u32, run: u32) -> u32 {
+    return (part >> 1u) * 32u + (part & 1u) * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
+}
+
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+    let w = (block_byte + 8u + part * 8u) >> 2u;
+    let q0 = weights[w];
+    let q1 = weights[w + 1u];
+    let v = Runs(table_values(IQ4_TABLE, nibbles(q0, 0u)), table_values(IQ4_TABLE, nibbles(q1, 0u)), table_values(IQ4_TABLE, nibbles(q0, 4u)), table_values(IQ4_TABLE, nibbles(q1, 4u)));
+    return iq4_xs_scale(block_byte, part >> 1u) * runs_dot(v, xs);
+}
+#endif
+
+#ifdef TYPE_MXFP4
+// { u8 e; u8 qs[16]; }: nibbles laid out as in Q4_0, each an FP4 (E2M1) value; ggml keeps
+// them doubled (0, 1, 2, 3, 4, 6, 8, 12 and negatives, sign in bit 3) and halves the E8M0
+// scale: value = 2^(e - 128)·table[nibble].
+const BLOCK_LEN = 32u;
+const BLOCK_BYTES = 17u;
+const QUANTS_OFFSET = 1u;
+const TABLE = vec4<u32>(0x83828180u, 0x8c888684u, 0x7d7e7f80u, 0x74787a7cu);
+
+// 2^(e - 128): the f32 subnormals 2^-128 and 2^-127 for e < 2.
+fn block_scale(block_byte: u32) -> f32 {
+    let e = byte_at(block_byte);
+    return bitcast<f32>(select((e - 1u) << 23u, 0x00200000u << e, e < 2u));
+}
+#include "quant_table_block.wgsl"
 #endif

@@ -59,6 +59,30 @@ const CASES: &[Case] = &[
     },
     Case { name: "1b ffn_down q6_k", ty: GgmlType::Q6_K, rows: 1152, row_len: 6912, product: Product::Plain },
     Case { name: "1b ffn_down q4_k", ty: GgmlType::Q4_K, rows: 1152, row_len: 6912, product: Product::Plain },
+    // The same shape in the types of smaller files (Q3_K_M, Q2_K, IQ4_XS mixes; gpt-oss).
+    Case { name: "1b ffn_down q2_k", ty: GgmlType::Q2_K, rows: 1152, row_len: 6912, product: Product::Plain },
+    Case { name: "1b ffn_down q3_k", ty: GgmlType::Q3_K, rows: 1152, row_len: 6912, product: Product::Plain },
+    Case {
+        name: "1b ffn_down iq4_nl",
+        ty: GgmlType::IQ4_NL,
+        rows: 1152,
+        row_len: 6912,
+        product: Product::Plain,
+    },
+    Case {
+        name: "1b ffn_down iq4_xs",
+        ty: GgmlType::IQ4_XS,
+        rows: 1152,
+        row_len: 6912,
+        product: Product::Plain,
+    },
+    Case {
+        name: "1b ffn_down mxfp4",
+        ty: GgmlType::MXFP4,
+        rows: 1152,
+        row_len: 6912,
+        product: Product::Plain,
+    },
     Case { name: "1b attn_output", ty: GgmlType::Q4_K, rows: 1152, row_len: 1024, product: Product::Plain },
     Case {
         name: "1b attn_qkv normed",

@@ -19,20 +19,8 @@ use crate::{
     },
 };
 
-/// Weight types the matmul and embedding kernels decode.
-pub const SUPPORTED_TYPES: [GgmlType; 11] = [
-    GgmlType::F32,
-    GgmlType::F16,
-    GgmlType::BF16,
-    GgmlType::Q8_0,
-    GgmlType::Q4_0,
-    GgmlType::Q4_1,
-    GgmlType::Q5_0,
-    GgmlType::Q5_1,
-    GgmlType::Q4_K,
-    GgmlType::Q5_K,
-    GgmlType::Q6_K,
-];
+/// Weight types the matmul and embedding kernels decode: every type of the CPU reference.
+pub use crate::quant::SUPPORTED_TYPES;
 
 /// Threads and rows (1, 2 or 4, at most `max_rows`) of a matrix-vector workgroup over `w`:
 /// its threads split the blocks of its rows between them, each reusing its slice of x for all

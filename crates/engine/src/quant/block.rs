@@ -20,6 +20,14 @@ pub trait QuantBlock: Pod {
     fn random(rng: &mut SplitMix64) -> Self;
 }
 
+/// One block's values, for tests that pin a layout on hand-built blocks.
+#[cfg(test)]
+pub(super) fn dequantized<B: QuantBlock>(block: &B) -> Vec<f32> {
+    let mut out = vec![0.0; B::LEN];
+    block.dequantize(&mut out);
+    out
+}
+
 pub(super) fn dequantize_blocks<B: QuantBlock>(bytes: &[u8], out: &mut [f32]) {
     let blocks: &[B] = bytemuck::cast_slice(bytes);
     for (block, values) in blocks.iter().zip(out.chunks_exact_mut(B::LEN)) {
@@ -35,6 +43,13 @@ pub(super) fn quantize_blocks<B: QuantBlock>(values: &[f32]) -> Vec<u8> {
 pub(super) fn random_blocks<B: QuantBlock>(count: usize, rng: &mut SplitMix64) -> Vec<u8> {
     let blocks: Vec<B> = (0..count / B::LEN).map(|_| B::random(rng)).collect();
     bytemuck::cast_slice(&blocks).to_vec()
+}
+
+/// N random bytes: quants, where every bit pattern is valid.
+pub(super) fn random_bytes<const N: usize>(rng: &mut SplitMix64) -> [u8; N] {
+    let mut bytes = [0; N];
+    rng.fill_bytes(&mut bytes);
+    bytes
 }
 
 pub(super) fn f16_bits(value: f32) -> [u8; 2] {

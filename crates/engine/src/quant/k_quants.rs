@@ -7,7 +7,7 @@
 use bytemuck::{Pod, Zeroable};
 use half::f16;
 
-use super::block::{f16_value, inverse, stored_f16, QuantBlock};
+use super::block::{f16_value, inverse, random_bytes, stored_f16, QuantBlock};
 use super::rng::SplitMix64;
 use crate::gguf::GgmlType;
 
@@ -113,7 +113,7 @@ fn dequantize_scaled_min(
 /// The smallest f16 with `limit` steps of it covering `value` (>= 0), as stored bits and value.
 /// Rounding up matters most for f16 subnormals, whose absolute step of 2^-24 is large
 /// relative to the tiny scales of near-zero blocks.
-fn stored_f16_covering(value: f32, limit: f32) -> ([u8; 2], f32) {
+pub(super) fn stored_f16_covering(value: f32, limit: f32) -> ([u8; 2], f32) {
     let mut scale = f16::from_f32(value / limit);
     while scale.to_f32() * limit < value && scale.is_finite() {
         scale = f16::from_bits(scale.to_bits() + 1);
@@ -122,33 +122,78 @@ fn stored_f16_covering(value: f32, limit: f32) -> ([u8; 2], f32) {
 }
 
 /// The 6-bit multiple of `unit` that covers `needed`, clamped to 0..=max.
-fn covering_level(needed: f32, unit: f32, max: u8) -> u8 {
+pub(super) fn covering_level(needed: f32, unit: f32, max: u8) -> u8 {
     (needed * inverse(unit)).ceil().clamp(0.0, f32::from(max)) as u8
 }
 
-/// Chooses the sub-block scales and mins of a Q4_K/Q5_K super-block so every sub-block's range
-/// is covered by `levels` steps, then rounds each value to its level.
-/// Returns (d, dmin, packed scales, quants in 0..=levels).
-fn quantize_scaled_min(values: &[f32], levels: u8) -> ([u8; 2], [u8; 2], [u8; 12], [u8; QK_K]) {
-    let sub_blocks: Vec<&[f32]> = values.chunks_exact(32).collect();
-    // The min is subtracted as a non-negative 6-bit multiple of dmin, so offsets cover min(0, lowest).
+/// A super-block quantized as x = d·sc·q - dmin·m per sub-block.
+pub(super) struct ScaledMin {
+    pub d: [u8; 2],
+    pub dmin: [u8; 2],
+    /// Per sub-block: the scale and min levels, in 0..=`scale_max`.
+    pub sc: Vec<u8>,
+    pub m: Vec<u8>,
+    /// Per value, in 0..=levels.
+    pub quants: Vec<u8>,
+}
+
+/// Chooses the scales and mins of a super-block of `sub_len`-value sub-blocks so every
+/// sub-block's range is covered by `levels` steps, then rounds each value to its level.
+pub(super) fn quantize_scaled_min(values: &[f32], sub_len: usize, levels: u8, scale_max: u8) -> ScaledMin {
+    let sub_blocks: Vec<&[f32]> = values.chunks_exact(sub_len).collect();
+    let limit = f32::from(scale_max);
+    // The min is subtracted as a non-negative multiple of dmin, so offsets cover min(0, lowest).
     let needed_offset: Vec<f32> =
         sub_blocks.iter().map(|xs| -xs.iter().copied().fold(0.0f32, f32::min)).collect();
-    let (dmin_bits, dmin) = stored_f16_covering(needed_offset.iter().copied().fold(0.0, f32::max), 63.0);
-    let m: [u8; 8] = std::array::from_fn(|j| covering_level(needed_offset[j], dmin, 63));
-    let offset: [f32; 8] = std::array::from_fn(|j| dmin * f32::from(m[j]));
-    let needed_scale: [f32; 8] = std::array::from_fn(|j| {
-        let highest = sub_blocks[j].iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        (highest + offset[j]).max(0.0) / f32::from(levels)
-    });
-    let (d_bits, d) = stored_f16_covering(needed_scale.iter().copied().fold(0.0, f32::max), 63.0);
-    let sc: [u8; 8] = std::array::from_fn(|j| covering_level(needed_scale[j], d, 63));
-    let quants = std::array::from_fn(|i| {
-        let j = i / 32;
-        let inv_step = inverse(d * f32::from(sc[j]));
-        ((values[i] + offset[j]) * inv_step).round().clamp(0.0, f32::from(levels)) as u8
-    });
-    (d_bits, dmin_bits, pack_scale_min(&sc, &m), quants)
+    let (dmin_bits, dmin) = stored_f16_covering(needed_offset.iter().copied().fold(0.0, f32::max), limit);
+    let m: Vec<u8> = needed_offset.iter().map(|&needed| covering_level(needed, dmin, scale_max)).collect();
+    let needed_scale: Vec<f32> = sub_blocks
+        .iter()
+        .zip(&m)
+        .map(|(xs, &m)| {
+            let highest = xs.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            (highest + dmin * f32::from(m)).max(0.0) / f32::from(levels)
+        })
+        .collect();
+    let (d_bits, d) = stored_f16_covering(needed_scale.iter().copied().fold(0.0, f32::max), limit);
+    let sc: Vec<u8> = needed_scale.iter().map(|&needed| covering_level(needed, d, scale_max)).collect();
+    let quants = values
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            let j = i / sub_len;
+            let inv_step = inverse(d * f32::from(sc[j]));
+            ((x + dmin * f32::from(m[j])) * inv_step).round().clamp(0.0, f32::from(levels)) as u8
+        })
+        .collect();
+    ScaledMin { d: d_bits, dmin: dmin_bits, sc, m, quants }
+}
+
+/// Q4_K/Q5_K: 32-value sub-blocks with 6-bit scales and mins.
+/// Returns (d, dmin, packed scales, quants in 0..=levels).
+fn quantize_k4(values: &[f32], levels: u8) -> ([u8; 2], [u8; 2], [u8; 12], [u8; QK_K]) {
+    let q = quantize_scaled_min(values, 32, levels, 63);
+    let sc: [u8; 8] = q.sc.try_into().expect("8 sub-blocks");
+    let m: [u8; 8] = q.m.try_into().expect("8 sub-blocks");
+    (q.d, q.dmin, pack_scale_min(&sc, &m), q.quants.try_into().expect("256 quants"))
+}
+
+/// Symmetric sub-block scales (x = d·sc·q, |q| <= `max_quant`): each `sub_len`-value
+/// sub-block's scale level (in 0..=`scale_max`) covers its largest magnitude.
+/// Returns (d as stored, d, levels).
+pub(super) fn symmetric_scales(
+    values: &[f32],
+    sub_len: usize,
+    max_quant: f32,
+    scale_max: u8,
+) -> ([u8; 2], f32, Vec<u8>) {
+    let needed: Vec<f32> = values
+        .chunks_exact(sub_len)
+        .map(|xs| xs.iter().fold(0.0f32, |a, v| a.max(v.abs())) / max_quant)
+        .collect();
+    let (d_bits, d) = stored_f16_covering(needed.iter().copied().fold(0.0, f32::max), f32::from(scale_max));
+    let levels = needed.iter().map(|&n| covering_level(n, d, scale_max)).collect();
+    (d_bits, d, levels)
 }
 
 /// Random Q4_K/Q5_K super-block parameters. Scales and mins are drawn independently (so a
@@ -163,12 +208,6 @@ fn random_scaled_min(rng: &mut SplitMix64, levels: f32) -> ([u8; 2], [u8; 2], [u
     (d, dmin, pack_scale_min(&sc, &m))
 }
 
-fn random_bytes<const N: usize>(rng: &mut SplitMix64) -> [u8; N] {
-    let mut bytes = [0; N];
-    rng.fill_bytes(&mut bytes);
-    bytes
-}
-
 impl QuantBlock for BlockQ4K {
     const TYPE: GgmlType = GgmlType::Q4_K;
     const LEN: usize = QK_K;
@@ -178,7 +217,7 @@ impl QuantBlock for BlockQ4K {
     }
 
     fn quantize(values: &[f32]) -> Self {
-        let (d, dmin, scales, quants) = quantize_scaled_min(values, 15);
+        let (d, dmin, scales, quants) = quantize_k4(values, 15);
         BlockQ4K { d, dmin, scales, qs: pack_k_nibbles(&quants) }
     }
 
@@ -204,7 +243,7 @@ impl QuantBlock for BlockQ5K {
     }
 
     fn quantize(values: &[f32]) -> Self {
-        let (d, dmin, scales, quants) = quantize_scaled_min(values, 31);
+        let (d, dmin, scales, quants) = quantize_k4(values, 31);
         let qh =
             std::array::from_fn(|l| (0..8).fold(0u8, |acc, j| acc | (((quants[32 * j + l] >> 4) & 1) << j)));
         BlockQ5K { d, dmin, scales, qh, qs: pack_k_nibbles(&quants) }
@@ -242,10 +281,8 @@ impl QuantBlock for BlockQ6K {
 
     fn quantize(values: &[f32]) -> Self {
         // Symmetric: ±31 steps cover each sub-block's largest magnitude.
-        let needed: Vec<f32> =
-            values.chunks_exact(16).map(|xs| xs.iter().fold(0.0f32, |a, v| a.max(v.abs())) / 31.0).collect();
-        let (d_bits, d) = stored_f16_covering(needed.iter().copied().fold(0.0, f32::max), 127.0);
-        let scales: [i8; 16] = std::array::from_fn(|j| covering_level(needed[j], d, 127) as i8);
+        let (d_bits, d, levels) = symmetric_scales(values, 16, 31.0, 127);
+        let scales: [i8; 16] = std::array::from_fn(|j| levels[j] as i8);
         let quants: [u8; QK_K] = std::array::from_fn(|i| {
             let inv_step = inverse(d * f32::from(scales[i / 16]));
             ((values[i] * inv_step).round().clamp(-32.0, 31.0) as i32 + 32) as u8
@@ -267,14 +304,7 @@ impl QuantBlock for BlockQ6K {
             ql: random_bytes(rng),
             qh: random_bytes(rng),
             // ggml's quantizer produces negative scales too.
-            scales: std::array::from_fn(|_| {
-                let magnitude = rng.range_u8(64, 127) as i8;
-                if rng.next_u64() & 1 == 0 {
-                    magnitude
-                } else {
-                    -magnitude
-                }
-            }),
+            scales: std::array::from_fn(|_| rng.signed(64, 127)),
             d: stored_f16(amplitude / (127.0 * 32.0)).0,
         }
     }
@@ -284,13 +314,7 @@ impl QuantBlock for BlockQ6K {
 mod tests {
     //! Hand-built super-blocks with known scales and quants: these pin the bit layouts.
     use super::*;
-    use crate::quant::block::f16_bits;
-
-    fn dequantized<B: QuantBlock>(block: &B) -> Vec<f32> {
-        let mut out = vec![0.0; B::LEN];
-        block.dequantize(&mut out);
-        out
-    }
+    use crate::quant::block::{dequantized, f16_bits};
 
     #[test]
     fn scale_min_packing_matches_ggml_bit_positions() {

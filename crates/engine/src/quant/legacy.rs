@@ -3,7 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::block::{f16_value, inverse, signed_abs_max, stored_f16, QuantBlock};
+use super::block::{f16_value, inverse, random_bytes, signed_abs_max, stored_f16, QuantBlock};
 use super::rng::SplitMix64;
 use crate::gguf::GgmlType;
 
@@ -114,12 +114,6 @@ fn quantize_symmetric(values: &[f32], offset: i32) -> ([u8; 2], [u8; QK]) {
 /// A random scale so that `levels` steps of it span about [-1, 1]·amplitude, amplitude in [0.5, 1).
 fn random_step(rng: &mut SplitMix64, levels: f32) -> f32 {
     2.0 * rng.uniform(0.5, 1.0) / levels
-}
-
-fn random_bytes<const N: usize>(rng: &mut SplitMix64) -> [u8; N] {
-    let mut bytes = [0; N];
-    rng.fill_bytes(&mut bytes);
-    bytes
 }
 
 impl QuantBlock for BlockQ4_0 {

@@ -2,12 +2,15 @@
 //! the WGSL kernels are tested against), simple round-to-nearest quantizers and random blocks
 //! for kernel tests and synthetic models.
 //!
-//! Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K.
+//! Supported: [`SUPPORTED_TYPES`].
 
 mod block;
 mod float;
+mod iq4;
 mod k_quants;
 mod legacy;
+mod low_bit_k_quants;
+mod mxfp4;
 mod rng;
 mod widen;
 
@@ -15,16 +18,23 @@ mod widen;
 mod property_tests;
 #[cfg(test)]
 mod real_tensor_tests;
+#[cfg(test)]
+mod reference_fixture_tests;
 
 use crate::gguf::GgmlType;
 
 pub use block::QuantBlock;
+pub use iq4::{BlockIq4Nl, BlockIq4Xs, IQ4_VALUES};
 pub use k_quants::{BlockQ4K, BlockQ5K, BlockQ6K};
 pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0};
+pub use low_bit_k_quants::{BlockQ2K, BlockQ3K};
+pub use mxfp4::{BlockMxfp4, MXFP4_VALUES};
 pub use widen::{widen_to_q8_0, widens_to_q8_0};
 
-/// The types [`dequantize_row`], [`quantize_row`] and [`random_quantized`] handle.
-pub const SUPPORTED_TYPES: [GgmlType; 11] = [
+/// The weight types DOPPLER handles: [`dequantize_row`], [`quantize_row`] and
+/// [`random_quantized`] on the CPU, and the matmul and embedding kernels on the GPU (which
+/// use this very table).
+pub const SUPPORTED_TYPES: [GgmlType; 16] = [
     GgmlType::F32,
     GgmlType::F16,
     GgmlType::BF16,
@@ -36,6 +46,11 @@ pub const SUPPORTED_TYPES: [GgmlType; 11] = [
     GgmlType::Q4_K,
     GgmlType::Q5_K,
     GgmlType::Q6_K,
+    GgmlType::Q2_K,
+    GgmlType::Q3_K,
+    GgmlType::IQ4_NL,
+    GgmlType::IQ4_XS,
+    GgmlType::MXFP4,
 ];
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -82,6 +97,11 @@ pub fn dequantize_row(ty: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<(),
         GgmlType::Q4_K => block::dequantize_blocks::<BlockQ4K>(bytes, out),
         GgmlType::Q5_K => block::dequantize_blocks::<BlockQ5K>(bytes, out),
         GgmlType::Q6_K => block::dequantize_blocks::<BlockQ6K>(bytes, out),
+        GgmlType::Q2_K => block::dequantize_blocks::<BlockQ2K>(bytes, out),
+        GgmlType::Q3_K => block::dequantize_blocks::<BlockQ3K>(bytes, out),
+        GgmlType::IQ4_NL => block::dequantize_blocks::<BlockIq4Nl>(bytes, out),
+        GgmlType::IQ4_XS => block::dequantize_blocks::<BlockIq4Xs>(bytes, out),
+        GgmlType::MXFP4 => block::dequantize_blocks::<BlockMxfp4>(bytes, out),
         other => return Err(QuantError::Unsupported { type_name: other.name() }),
     }
     Ok(())
@@ -129,6 +149,11 @@ pub fn quantize_row(ty: GgmlType, values: &[f32]) -> Result<Vec<u8>, QuantError>
         GgmlType::Q4_K => block::quantize_blocks::<BlockQ4K>(values),
         GgmlType::Q5_K => block::quantize_blocks::<BlockQ5K>(values),
         GgmlType::Q6_K => block::quantize_blocks::<BlockQ6K>(values),
+        GgmlType::Q2_K => block::quantize_blocks::<BlockQ2K>(values),
+        GgmlType::Q3_K => block::quantize_blocks::<BlockQ3K>(values),
+        GgmlType::IQ4_NL => block::quantize_blocks::<BlockIq4Nl>(values),
+        GgmlType::IQ4_XS => block::quantize_blocks::<BlockIq4Xs>(values),
+        GgmlType::MXFP4 => block::quantize_blocks::<BlockMxfp4>(values),
         other => return Err(QuantError::Unsupported { type_name: other.name() }),
     };
     // A scale that overflowed f16 shows up as a non-finite dequantized value.
@@ -162,6 +187,11 @@ pub fn random_quantized(ty: GgmlType, row_len: usize, rows: usize, seed: u64) ->
         GgmlType::Q4_K => block::random_blocks::<BlockQ4K>(count, &mut rng),
         GgmlType::Q5_K => block::random_blocks::<BlockQ5K>(count, &mut rng),
         GgmlType::Q6_K => block::random_blocks::<BlockQ6K>(count, &mut rng),
+        GgmlType::Q2_K => block::random_blocks::<BlockQ2K>(count, &mut rng),
+        GgmlType::Q3_K => block::random_blocks::<BlockQ3K>(count, &mut rng),
+        GgmlType::IQ4_NL => block::random_blocks::<BlockIq4Nl>(count, &mut rng),
+        GgmlType::IQ4_XS => block::random_blocks::<BlockIq4Xs>(count, &mut rng),
+        GgmlType::MXFP4 => block::random_blocks::<BlockMxfp4>(count, &mut rng),
         other => panic!("random_quantized: {} is not supported", other.name()),
     }
 }

@@ -160,6 +160,83 @@ fn q6_k_error_is_half_a_sub_block_step() {
     assert!(rmse < 0.03, "Q6_K: relative RMSE {rmse}");
 }
 
+/// The f16 at byte `offset` of the `block`-th block of `bytes`.
+fn block_f16(ty: GgmlType, bytes: &[u8], block: usize, offset: usize) -> f32 {
+    let start = block * ty.block_bytes() + offset;
+    f16_value([bytes[start], bytes[start + 1]])
+}
+
+#[test]
+fn q2_k_error_is_half_a_sub_block_step() {
+    // As Q4_K, over 16-value sub-blocks with 4-bit scales and mins and 3 steps.
+    let x = test_values(VALUES, 7);
+    let (bytes, y) = round_trip(GgmlType::Q2_K, &x);
+    assert_block_errors(GgmlType::Q2_K, &x, &y, 16, |sub, xs| {
+        let d = block_f16(GgmlType::Q2_K, &bytes, sub / 16, 80);
+        let dmin = block_f16(GgmlType::Q2_K, &bytes, sub / 16, 82);
+        let low = xs.iter().copied().fold(0.0f32, f32::min);
+        let high = xs.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        0.5 * ((high - low + dmin) / 3.0 + d) * 1.001
+    });
+    let rmse = relative_rmse(&x, &y);
+    assert!(rmse < 0.35, "Q2_K: relative RMSE {rmse}");
+}
+
+#[test]
+fn q3_k_error_is_half_a_sub_block_step() {
+    // As Q6_K: each 16-value sub-block's step covers amax/3, rounded up by at most one unit of d.
+    let x = test_values(VALUES, 8);
+    let (bytes, y) = round_trip(GgmlType::Q3_K, &x);
+    assert_block_errors(GgmlType::Q3_K, &x, &y, 16, |sub, xs| {
+        let d = block_f16(GgmlType::Q3_K, &bytes, sub / 16, 108);
+        0.5 * (max_abs(xs) / 3.0 + d) * 1.001
+    });
+    let rmse = relative_rmse(&x, &y);
+    assert!(rmse < 0.22, "Q3_K: relative RMSE {rmse}");
+}
+
+/// The widest distance from a value in [-127, 127] to the nearest entry of the IQ4 table:
+/// 14, above its top entry 113 (the widest gap between entries is 24).
+const IQ4_WORST_ROUNDING: f32 = 14.0;
+
+#[test]
+fn iq4_nl_error_is_within_the_widest_table_gap() {
+    // d = amax/127 (f16): every value lies within the table's range of d, so within 14·|d|.
+    let x = test_values(VALUES, 9);
+    let (_, y) = round_trip(GgmlType::IQ4_NL, &x);
+    assert_block_errors(GgmlType::IQ4_NL, &x, &y, 32, |_, xs| {
+        IQ4_WORST_ROUNDING * max_abs(xs) / 127.0 * 1.001 + 127.0 * F16_SUBNORMAL_HALF_STEP
+    });
+    let rmse = relative_rmse(&x, &y);
+    assert!(rmse < 0.1, "IQ4_NL: relative RMSE {rmse}");
+}
+
+#[test]
+fn iq4_xs_error_is_within_the_widest_table_gap_of_the_rounded_scale() {
+    // Each 32-value block wants the scale amax/127 and gets a multiple s of d within d of it:
+    // values within the table's range of s round within 14·|s|, those beyond it (|s| smaller
+    // than wanted) are off by at most 127·d more.
+    let x = test_values(VALUES, 10);
+    let (bytes, y) = round_trip(GgmlType::IQ4_XS, &x);
+    assert_block_errors(GgmlType::IQ4_XS, &x, &y, 32, |b, xs| {
+        let d = block_f16(GgmlType::IQ4_XS, &bytes, b / 8, 0);
+        (IQ4_WORST_ROUNDING * (max_abs(xs) / 127.0 + d) + 127.0 * d) * 1.001
+    });
+    let rmse = relative_rmse(&x, &y);
+    assert!(rmse < 0.1, "IQ4_XS: relative RMSE {rmse}");
+}
+
+#[test]
+fn mxfp4_error_is_within_half_the_widest_table_gap() {
+    // The doubled FP4 entries are at most 4 apart (8 to 12) and the scale d = 2^(e - 128) is
+    // the smallest power of two with 12·d covering the largest magnitude: error <= 2·d.
+    let x = test_values(VALUES, 11);
+    let (bytes, y) = round_trip(GgmlType::MXFP4, &x);
+    assert_block_errors(GgmlType::MXFP4, &x, &y, 32, |b, _| 2.0 * mxfp4::e8m0_half(bytes[b * 17]));
+    let rmse = relative_rmse(&x, &y);
+    assert!(rmse < 0.2, "MXFP4: relative RMSE {rmse}");
+}
+
 #[test]
 fn zero_blocks_quantize_to_zero() {
     for ty in SUPPORTED_TYPES {
@@ -185,8 +262,8 @@ fn bad_lengths_and_values_are_errors() {
         Err(QuantError::ByteLength { type_name: "Q8_0", count: 64, expected: 68, actual: 34 })
     );
     assert_eq!(
-        dequantize_row(GgmlType::Q2_K, &[0; 84], &mut [0.0; 256]),
-        Err(QuantError::Unsupported { type_name: "Q2_K" })
+        dequantize_row(GgmlType::IQ2_XXS, &[0; 66], &mut [0.0; 256]),
+        Err(QuantError::Unsupported { type_name: "IQ2_XXS" })
     );
 }
 
@@ -222,4 +299,9 @@ fn block_structs_match_ggml_type_sizes() {
     check::<BlockQ4K>();
     check::<BlockQ5K>();
     check::<BlockQ6K>();
+    check::<BlockQ2K>();
+    check::<BlockQ3K>();
+    check::<BlockIq4Nl>();
+    check::<BlockIq4Xs>();
+    check::<BlockMxfp4>();
 }

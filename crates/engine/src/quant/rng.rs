@@ -34,6 +34,16 @@ impl SplitMix64 {
         low + (high - low) * self.next_f32()
     }
 
+    /// Uniform magnitude in [low, high] (at most 127) with a random sign.
+    pub fn signed(&mut self, low: u8, high: u8) -> i8 {
+        let magnitude = self.range_u8(low, high) as i8;
+        if self.next_u64() & 1 == 0 {
+            magnitude
+        } else {
+            -magnitude
+        }
+    }
+
     /// Uniform integer in [low, high].
     pub fn range_u8(&mut self, low: u8, high: u8) -> u8 {
         let span = u64::from(high - low) + 1;
