@@ -185,8 +185,9 @@ impl std::fmt::Display for FitAdvice {
     }
 }
 
-/// llama.cpp's file types by their average bits per weight on 7B–8B models, largest first.
-const QUANTIZATION_BITS: [(&str, f32); 10] = [
+/// llama.cpp's file types the engine loads, by their average bits per weight on 7B–8B models,
+/// largest first.
+const QUANTIZATION_BITS: [(&str, f32); 9] = [
     ("F16", 16.0),
     ("BF16", 16.0),
     ("Q8_0", 8.5),
@@ -195,7 +196,6 @@ const QUANTIZATION_BITS: [(&str, f32); 10] = [
     ("Q4_K_M", 4.89),
     ("IQ4_XS", 4.25),
     ("Q3_K_M", 3.91),
-    ("IQ3_XXS", 3.06),
     ("Q2_K", 2.96),
 ];
 
