@@ -53,6 +53,22 @@ function appRunning() {
 }
 
 /**
+ * Kills the app with SIGKILL, as a crash or a power cut would, and ends the WebDriver session.
+ * Returns whether the process was gone within a few seconds.
+ */
+export async function killApp(driver) {
+  spawnSync('pkill', ['-KILL', '-f', `^${APP}`]);
+  for (let waited = 0; appRunning() && waited < 5_000; waited += 100) await sleep(100);
+  const gone = !appRunning();
+  try {
+    await driver.quit();
+  } catch {
+    // the session died with the app
+  }
+  return gone;
+}
+
+/**
  * Closes the window as a user would (through the window manager's close message) and waits
  * for the app to quit by itself: it stops a running generation and saves the reply first.
  * Returns whether it quit in time; the WebDriver session ends either way.

@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 
 import { By } from 'selenium-webdriver';
 
-import { byTestId, click, find, launchApp, quitApp, screenshot, startDriver, textOf, waitForText } from './app.mjs';
+import { byTestId, click, find, killApp, launchApp, quitApp, screenshot, startDriver, textOf, waitForText } from './app.mjs';
 
 // Loading the model compiles its GPU pipelines, and lavapipe decodes on the CPU: generous limits.
 const MODEL_READY_MS = 240_000;
@@ -102,6 +102,41 @@ test('a streamed reply is stopped, kept, and still there after a restart; closin
     assert.equal(await textOf(driver, await messages[2].findElement(byTestId('message-content'))), FOLLOW_UP);
     assert.notEqual(await textOf(driver, await messages[3].findElement(byTestId('message-content'))), '');
     await screenshot(driver, '05-closed-mid-reply');
+  } finally {
+    await quitApp(driver);
+  }
+});
+
+test('a reply cut off by killing the app (SIGKILL) is there after a restart, marked interrupted', async () => {
+  let driver = await launchApp();
+  let title;
+  let streamed;
+  try {
+    await waitForModel(driver);
+    await click(driver, byTestId('new-chat'));
+    await (await find(driver, byTestId('composer-input'))).sendKeys(PROMPT);
+    await click(driver, byTestId('send-button'));
+    await waitForText(driver, PENDING, (text) => text.trim().length >= 20, 'tokens stream into the reply', TOKENS_MS);
+    // The reply's text is saved every second (or 32 tokens): wait past one save.
+    await driver.sleep(2_500);
+    streamed = (await textOf(driver, await find(driver, PENDING))).trim();
+    title = await textOf(driver, await find(driver, byTestId('chat-title')));
+    assert.ok(await killApp(driver), 'the app is killed');
+    driver = null;
+  } finally {
+    if (driver) await quitApp(driver);
+  }
+
+  driver = await launchApp();
+  try {
+    await openConversation(driver, title);
+    const messages = await driver.findElements(byTestId('message'));
+    assert.equal(messages.length, 2, 'the question and the partial reply');
+    const saved = await textOf(driver, await messages[1].findElement(byTestId('message-content')));
+    assert.ok(saved.length >= 10, `the reply is there up to its last save: "${saved}"`);
+    assert.ok(streamed.startsWith(saved.slice(0, 10)), `the saved reply is the streamed one: "${saved}" vs "${streamed}"`);
+    assert.match(await textOf(driver, await messages[1].findElement(byTestId('message-stats'))), /Interrupted/);
+    await screenshot(driver, '06-after-sigkill');
   } finally {
     await quitApp(driver);
   }
