@@ -2,11 +2,14 @@ use std::{path::Path, sync::Arc};
 
 use serde::Serialize;
 
-use super::{session::Session, GenerateError};
+use super::{model_file::ModelFile, session::Session, GenerateError};
 use crate::{
     gguf::GgufFile,
     gpu::{GpuContext, GpuOptions},
-    model::{FitAdvice, MemoryFootprint, ModelConfig, ModelTooLarge, ModelWeights, SessionShape},
+    model::{
+        limits::MAX_CONTEXT, FitAdvice, MemoryFootprint, ModelConfig, ModelTooLarge, ModelWeights,
+        SessionShape,
+    },
     tokenizer::{ChatTemplate, Tokenizer},
 };
 
@@ -95,18 +98,24 @@ impl Engine {
         progress: &mut dyn FnMut(LoadProgress),
     ) -> Result<Arc<LoadedModel>, GenerateError> {
         progress(LoadProgress { fraction: 0.0, stage: "reading" });
-        let gguf = GgufFile::open(path)?;
-        let config = ModelConfig::from_gguf(&gguf)?;
-        let tokenizer = Tokenizer::from_gguf(&gguf)?;
-        let template = ChatTemplate::for_model(&gguf, &tokenizer)?;
-        if tokenizer.vocab_size() as u32 != config.vocab_size {
-            return Err(GenerateError::InvalidModel(format!(
-                "tokenizer has {} tokens but the embedding has {} rows",
-                tokenizer.vocab_size(),
-                config.vocab_size
+        self.load_checked(ModelFile::open(path)?, options, progress)
+    }
+
+    /// Uploads a model file already read and checked (see [`ModelFile::open`], which needs no GPU).
+    pub fn load_checked(
+        &self,
+        file: ModelFile,
+        options: LoadOptions,
+        progress: &mut dyn FnMut(LoadProgress),
+    ) -> Result<Arc<LoadedModel>, GenerateError> {
+        let ModelFile { path, gguf, config, tokenizer, template } = file;
+        let path = path.as_path();
+        let context_len = options.context_len.unwrap_or(config.train_context.min(DEFAULT_CONTEXT_CAP)).max(1);
+        if context_len > MAX_CONTEXT {
+            return Err(GenerateError::InvalidRequest(format!(
+                "a context of {context_len} tokens is over the limit of {MAX_CONTEXT}"
             )));
         }
-        let context_len = options.context_len.unwrap_or(config.train_context.min(DEFAULT_CONTEXT_CAP)).max(1);
         let max_batch = options.max_batch.unwrap_or(DEFAULT_MAX_BATCH).clamp(1, context_len);
         let name = model_name(&gguf, path)?;
         let quantization = quantization_label(&gguf);
