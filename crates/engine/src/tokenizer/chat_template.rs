@@ -5,7 +5,7 @@ use crate::gguf::{GgufError, GgufFile};
 use super::builtin_templates::BuiltinTemplate;
 use super::capped_output::CappedOutput;
 use super::limits::{
-    MAX_TEMPLATE_BYTES, TEMPLATE_FUEL_BASE, TEMPLATE_FUEL_PER_INPUT_BYTE, TEMPLATE_OUTPUT_BASE,
+    MAX_TEMPLATE_BYTES, TEMPLATE_FUEL_BASE, TEMPLATE_FUEL_PER_MESSAGE, TEMPLATE_OUTPUT_BASE,
     TEMPLATE_OUTPUT_PER_INPUT_BYTE,
 };
 use super::{ChatMessage, Role, Tokenizer, TokenizerError};
@@ -164,8 +164,8 @@ impl ChatTemplate {
             return Err(TemplateError::NoTemplate { reason: self.missing_reason.clone() });
         }
         let input_bytes: usize = messages.iter().map(|m| m.content.len() + m.role.as_str().len()).sum();
-        let fuel = TEMPLATE_FUEL_BASE
-            .saturating_add((input_bytes as u64).saturating_mul(TEMPLATE_FUEL_PER_INPUT_BYTE));
+        let fuel =
+            TEMPLATE_FUEL_BASE.saturating_add((input_bytes as u64).saturating_mul(TEMPLATE_FUEL_PER_MESSAGE));
         let limit =
             TEMPLATE_OUTPUT_BASE.saturating_add(input_bytes.saturating_mul(TEMPLATE_OUTPUT_PER_INPUT_BYTE));
         // Fuel is the environment's; a clone shares the compiled template.

@@ -16,10 +16,12 @@ pub const MAX_MERGES: usize = 2 * MAX_TOKENS;
 pub const MAX_SPLIT_WORK: u64 = 1 << 27;
 /// Bytes of a chat template's source. Real templates are a few KB (gpt-oss: 16 KB).
 pub const MAX_TEMPLATE_BYTES: usize = 256 * 1024;
-/// Template instructions per render: a fixed allowance plus some per byte of the conversation,
-/// so a long conversation still renders and a template looping over huge ranges stops.
-pub const TEMPLATE_FUEL_BASE: u64 = 1_000_000;
-pub const TEMPLATE_FUEL_PER_INPUT_BYTE: u64 = 16;
+/// Template instructions per render: a fixed allowance plus some per message (a template spends
+/// a bounded number of instructions on each; filters handle a message's text in one), so a long
+/// conversation still renders and a template looping over huge ranges stops. Kept low because
+/// one instruction may copy a long string: a loop growing a string costs the square of its steps.
+pub const TEMPLATE_FUEL_BASE: u64 = 100_000;
+pub const TEMPLATE_FUEL_PER_MESSAGE: u64 = 10_000;
 /// Bytes a render may write: the conversation itself plus room for the markup around it.
 pub const TEMPLATE_OUTPUT_BASE: usize = 1 << 20;
 pub const TEMPLATE_OUTPUT_PER_INPUT_BYTE: usize = 4;
