@@ -553,13 +553,13 @@ fn counts_that_fit_the_file_are_still_bounded() {
 
     let mut w = GgufWriter::new();
     for i in 0..=file::MAX_METADATA_ENTRIES {
-        w.add_metadata(&format!("k{i}"), 0u8).unwrap();
+        w.add_metadata(format!("k{i}"), 0u8).unwrap();
     }
     over(malformation(w.to_bytes().unwrap()), "metadata key/value", file::MAX_METADATA_ENTRIES);
 
     let mut w = GgufWriter::new();
     for i in 0..=file::MAX_TENSORS {
-        w.add_tensor(&format!("t{i}"), &[1], GgmlType::F32, vec![0u8; 4]).unwrap();
+        w.add_tensor(format!("t{i}"), &[1], GgmlType::F32, vec![0u8; 4]).unwrap();
     }
     over(malformation(w.to_bytes().unwrap()), "tensor info", file::MAX_TENSORS);
 }

@@ -164,8 +164,8 @@ impl ChatTemplate {
             return Err(TemplateError::NoTemplate { reason: self.missing_reason.clone() });
         }
         let input_bytes: usize = messages.iter().map(|m| m.content.len() + m.role.as_str().len()).sum();
-        let fuel =
-            TEMPLATE_FUEL_BASE.saturating_add((input_bytes as u64).saturating_mul(TEMPLATE_FUEL_PER_MESSAGE));
+        let fuel = TEMPLATE_FUEL_BASE
+            .saturating_add((messages.len() as u64).saturating_mul(TEMPLATE_FUEL_PER_MESSAGE));
         let limit =
             TEMPLATE_OUTPUT_BASE.saturating_add(input_bytes.saturating_mul(TEMPLATE_OUTPUT_PER_INPUT_BYTE));
         // Fuel is the environment's; a clone shares the compiled template.
