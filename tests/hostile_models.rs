@@ -90,13 +90,14 @@ fn peak_rss_kib(pid: u32) -> Option<i64> {
 }
 
 /// Runs `doppler run` on `bytes` written to a file, polling its peak resident memory until it ends.
-fn doppler_run(bytes: &[u8]) -> Outcome {
+fn doppler_run(bytes: &[u8], extra_args: &[&str]) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hostile.gguf");
     std::fs::write(&path, bytes).unwrap();
     let start = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_doppler"))
         .args(["run", "--model", path.to_str().unwrap(), "--prompt", "hi"])
+        .args(extra_args)
         // An adapter that does not exist: were the GPU opened before the file is refused, the
         // error would be about the adapter, not the file.
         .env("DOPPLER_ADAPTER", "no-such-adapter-for-hostile-tests")
@@ -132,7 +133,11 @@ fn doppler_run(bytes: &[u8]) -> Outcome {
 }
 
 fn assert_refused(case: &str, bytes: &[u8], expected: &[&str]) {
-    let outcome = doppler_run(bytes);
+    assert_refused_with(case, bytes, &[], expected);
+}
+
+fn assert_refused_with(case: &str, bytes: &[u8], extra_args: &[&str], expected: &[&str]) {
+    let outcome = doppler_run(bytes, extra_args);
     let stderr = &outcome.stderr;
     assert!(!outcome.success, "{case}: accepted\n{stderr}");
     for needle in expected {
@@ -179,6 +184,17 @@ fn hyperparameters_over_their_limits_are_refused() {
         "500 layers",
         &with_key(&llama, "llama.block_count", 500u32),
         &["block_count", "500 layers"],
+    );
+}
+
+#[test]
+fn a_huge_requested_context_is_refused_before_the_gpu_opens() {
+    let bytes = std::fs::read(fixture("llama3")).unwrap();
+    assert_refused_with(
+        "--ctx",
+        &bytes,
+        &["--ctx", "4000000000"],
+        &["context of 4000000000 tokens", "limit"],
     );
 }
 

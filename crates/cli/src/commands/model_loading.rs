@@ -41,6 +41,7 @@ pub fn load_with(
     let loading = || format!("loading {}", path.display());
     // The file is checked before the GPU is opened, so a bad file is refused at once.
     let file = ModelFile::open(&path).with_context(loading)?;
+    file.context_len(context_len)?;
     let engine = Engine::new(EngineOptions::default())?;
     let options =
         LoadOptions { context_len, max_batch, memory_budget: args.gpu_memory.map(|bytes| bytes.as_u64()) };

@@ -6,10 +6,7 @@ use super::{model_file::ModelFile, session::Session, GenerateError};
 use crate::{
     gguf::GgufFile,
     gpu::{GpuContext, GpuOptions},
-    model::{
-        limits::MAX_CONTEXT, FitAdvice, MemoryFootprint, ModelConfig, ModelTooLarge, ModelWeights,
-        SessionShape,
-    },
+    model::{FitAdvice, MemoryFootprint, ModelConfig, ModelTooLarge, ModelWeights, SessionShape},
     tokenizer::{ChatTemplate, Tokenizer},
 };
 
@@ -78,7 +75,6 @@ pub struct LoadedModel {
     pub(super) max_batch: u32,
 }
 
-const DEFAULT_CONTEXT_CAP: u32 = 8192;
 const DEFAULT_MAX_BATCH: u32 = 128;
 
 impl Engine {
@@ -108,14 +104,9 @@ impl Engine {
         options: LoadOptions,
         progress: &mut dyn FnMut(LoadProgress),
     ) -> Result<Arc<LoadedModel>, GenerateError> {
+        let context_len = file.context_len(options.context_len)?;
         let ModelFile { path, gguf, config, tokenizer, template } = file;
         let path = path.as_path();
-        let context_len = options.context_len.unwrap_or(config.train_context.min(DEFAULT_CONTEXT_CAP)).max(1);
-        if context_len > MAX_CONTEXT {
-            return Err(GenerateError::InvalidRequest(format!(
-                "a context of {context_len} tokens is over the limit of {MAX_CONTEXT}"
-            )));
-        }
         let max_batch = options.max_batch.unwrap_or(DEFAULT_MAX_BATCH).clamp(1, context_len);
         let name = model_name(&gguf, path)?;
         let quantization = quantization_label(&gguf);

@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 use super::GenerateError;
 use crate::{
     gguf::GgufFile,
-    model::ModelConfig,
+    model::{limits::MAX_CONTEXT, ModelConfig},
     tokenizer::{ChatTemplate, Tokenizer},
 };
+
+const DEFAULT_CONTEXT_CAP: u32 = 8192;
 
 /// A model file whose every part but the weights' upload has been read and checked.
 pub struct ModelFile {
@@ -35,6 +37,18 @@ impl ModelFile {
         }
         let template = ChatTemplate::for_model(&gguf, &tokenizer)?;
         Ok(ModelFile { path: path.to_path_buf(), gguf, config, tokenizer, template })
+    }
+
+    /// The context a session will hold: `requested`, or the model's training context capped at
+    /// 8192; refused over the limit before anything is sized from it.
+    pub fn context_len(&self, requested: Option<u32>) -> Result<u32, GenerateError> {
+        let context_len = requested.unwrap_or(self.config.train_context.min(DEFAULT_CONTEXT_CAP)).max(1);
+        if context_len > MAX_CONTEXT {
+            return Err(GenerateError::InvalidRequest(format!(
+                "a context of {context_len} tokens is over the limit of {MAX_CONTEXT}"
+            )));
+        }
+        Ok(context_len)
     }
 
     pub fn config(&self) -> &ModelConfig {
