@@ -16,7 +16,8 @@ pub mod tokenizer;
 
 pub use generate::{
     CancelToken, Engine, EngineOptions, GenerateError, GenerateOptions, GenerationSummary, LoadOptions,
-    LoadProgress, LoadedModel, ModelInfo, ProfiledStep, Session, StepPhase, StopReason, TokenEvent,
+    LoadProgress, LoadedModel, ModelFile, ModelInfo, ProfiledStep, Session, StepPhase, StopReason,
+    TokenEvent,
 };
 pub use kernels::sampling::SamplingParams;
 pub use tokenizer::{ChatMessage, Role};

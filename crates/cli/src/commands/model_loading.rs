@@ -3,7 +3,7 @@
 use std::{path::PathBuf, sync::Arc};
 
 use anyhow::{Context, Result};
-use doppler_engine::{store::ModelStore, Engine, EngineOptions, LoadOptions, LoadedModel};
+use doppler_engine::{store::ModelStore, Engine, EngineOptions, LoadOptions, LoadedModel, ModelFile};
 
 #[derive(clap::Args, Clone)]
 pub struct ModelArgs {
@@ -38,12 +38,14 @@ pub fn load_with(
     max_batch: Option<u32>,
 ) -> Result<Arc<LoadedModel>> {
     let path = resolve_model_path(&args.model)?;
+    let loading = || format!("loading {}", path.display());
+    // The file is checked before the GPU is opened, so a bad file is refused at once.
+    let file = ModelFile::open(&path).with_context(loading)?;
+    file.context_len(context_len)?;
     let engine = Engine::new(EngineOptions::default())?;
     let options =
         LoadOptions { context_len, max_batch, memory_budget: args.gpu_memory.map(|bytes| bytes.as_u64()) };
-    let model = engine
-        .load_model(&path, options, &mut |_| {})
-        .with_context(|| format!("loading {}", path.display()))?;
+    let model = engine.load_checked(file, options, &mut |_| {}).with_context(loading)?;
     tracing::info!(model = %model.info().name, gpu = %engine.gpu().describe(), "model loaded");
     Ok(model)
 }

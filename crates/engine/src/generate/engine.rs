@@ -2,7 +2,7 @@ use std::{path::Path, sync::Arc};
 
 use serde::Serialize;
 
-use super::{session::Session, GenerateError};
+use super::{model_file::ModelFile, session::Session, GenerateError};
 use crate::{
     gguf::GgufFile,
     gpu::{GpuContext, GpuOptions},
@@ -75,7 +75,6 @@ pub struct LoadedModel {
     pub(super) max_batch: u32,
 }
 
-const DEFAULT_CONTEXT_CAP: u32 = 8192;
 const DEFAULT_MAX_BATCH: u32 = 128;
 
 impl Engine {
@@ -96,18 +95,19 @@ impl Engine {
     ) -> Result<Arc<LoadedModel>, GenerateError> {
         self.ctx.check_health()?;
         progress(LoadProgress { fraction: 0.0, stage: "reading" });
-        let gguf = GgufFile::open(path)?;
-        let config = ModelConfig::from_gguf(&gguf)?;
-        let tokenizer = Tokenizer::from_gguf(&gguf)?;
-        let template = ChatTemplate::for_model(&gguf, &tokenizer)?;
-        if tokenizer.vocab_size() as u32 != config.vocab_size {
-            return Err(GenerateError::InvalidModel(format!(
-                "tokenizer has {} tokens but the embedding has {} rows",
-                tokenizer.vocab_size(),
-                config.vocab_size
-            )));
-        }
-        let context_len = options.context_len.unwrap_or(config.train_context.min(DEFAULT_CONTEXT_CAP)).max(1);
+        self.load_checked(ModelFile::open(path)?, options, progress)
+    }
+
+    /// Uploads a model file already read and checked (see [`ModelFile::open`], which needs no GPU).
+    pub fn load_checked(
+        &self,
+        file: ModelFile,
+        options: LoadOptions,
+        progress: &mut dyn FnMut(LoadProgress),
+    ) -> Result<Arc<LoadedModel>, GenerateError> {
+        let context_len = file.context_len(options.context_len)?;
+        let ModelFile { path, gguf, config, tokenizer, template } = file;
+        let path = path.as_path();
         let max_batch = options.max_batch.unwrap_or(DEFAULT_MAX_BATCH).clamp(1, context_len);
         let name = model_name(&gguf, path)?;
         let quantization = quantization_label(&gguf);

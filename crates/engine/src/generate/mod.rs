@@ -3,12 +3,14 @@
 
 mod cancel;
 mod engine;
+mod model_file;
 mod profile_sampling;
 mod session;
 mod stop_strings;
 
 pub use cancel::CancelToken;
 pub use engine::{Engine, EngineOptions, LoadOptions, LoadProgress, LoadedModel, ModelInfo};
+pub use model_file::ModelFile;
 pub use profile_sampling::{ProfileSink, ProfiledStep, StepPhase};
 pub use session::{GenerateOptions, GenerationSummary, Session, StopReason, TokenEvent};
 pub use stop_strings::{Filtered, StopStringFilter};

@@ -2,6 +2,7 @@ use super::error::{Malformation, Section};
 
 /// A little-endian reader over untrusted bytes: every read is bounds-checked and reports
 /// the section and item being read when the bytes run out.
+#[derive(Clone)]
 pub(crate) struct Cursor<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -84,6 +85,20 @@ impl<'a> Cursor<'a> {
             what: what(),
             offset: start,
         })
+    }
+
+    /// Checks a count read from the file against a fixed limit, for counts whose items cost far
+    /// more memory once parsed than their few bytes in the file.
+    pub(crate) fn check_limit(
+        &self,
+        count: u64,
+        limit: u64,
+        what: &dyn Fn() -> String,
+    ) -> Result<(), Malformation> {
+        if count > limit {
+            return Err(Malformation::CountOverLimit { section: self.section, what: what(), count, limit });
+        }
+        Ok(())
     }
 
     /// Checks that `count` items of at least `min_item_len` bytes each can fit in what is left,

@@ -60,6 +60,8 @@ pub enum Malformation {
         "{section}: {what} count {count} cannot fit in the {remaining} bytes left after offset {offset}"
     )]
     CountTooLarge { section: Section, what: String, count: u64, offset: u64, remaining: u64 },
+    #[error("{section}: {what} count {count} is over the limit of {limit}")]
+    CountOverLimit { section: Section, what: String, count: u64, limit: u64 },
     #[error("{section}: {what} is not valid UTF-8 (at offset {offset})")]
     InvalidUtf8 { section: Section, what: String, offset: u64 },
     #[error("metadata key '{key}': unknown value type id {id}")]
@@ -92,6 +94,10 @@ pub enum Malformation {
     MisalignedTensor { tensor: String, offset: u64, alignment: u64 },
     #[error("tensor '{tensor}': data offset {offset} overflows when added to the data section start")]
     DataOffsetOverflow { tensor: String, offset: u64 },
+    #[error(
+        "tensors '{first}' and '{second}' overlap (the second starts at offset {offset}, inside the first)"
+    )]
+    OverlappingTensors { first: String, second: String, offset: u64 },
     #[error("tensor '{tensor}' data [offset {offset}, {n_bytes} bytes] extends past end of file (size {file_size})")]
     TensorPastEnd { tensor: String, offset: u64, n_bytes: u64, file_size: u64 },
 }

@@ -16,6 +16,14 @@ pub(crate) const MAX_DIMS: u32 = 4;
 /// Nested metadata arrays (arrays of arrays) deeper than this are refused, which also bounds
 /// the parser's recursion.
 pub(crate) const MAX_ARRAY_DEPTH: usize = 4;
+/// Real models have a few dozen metadata keys; the bound keeps a file of millions of tiny
+/// entries from costing many times its size in maps and strings.
+pub const MAX_METADATA_ENTRIES: u64 = 65_536;
+/// 512 layers (llama.cpp's limit) of a few dozen tensors each, with room for unmerged experts.
+pub const MAX_TENSORS: u64 = 65_536;
+/// The longest real metadata arrays are vocabularies and merge lists (Gemma 3: 262,144 tokens);
+/// 16 times that leaves room while bounding what nested and string arrays cost in memory.
+pub const MAX_ARRAY_LEN: u64 = 1 << 22;
 
 /// Where a tensor is and what it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,6 +221,7 @@ fn parse_structure(bytes: &[u8]) -> Result<Structure, Malformation> {
     for info in &mut infos {
         info.offset = locate_data(info, data_offset, alignment, bytes.len() as u64)?;
     }
+    check_no_overlap(&infos)?;
     Ok(Structure { version, alignment, metadata, tensors: infos, data_offset })
 }
 
@@ -232,8 +241,10 @@ fn alignment_of(metadata: &Metadata) -> Result<u64, Malformation> {
 }
 
 fn read_metadata(cursor: &mut Cursor, kv_count: u64) -> Result<Metadata, Malformation> {
+    let what = || "metadata key/value".to_string();
     // Smallest entry: empty key (8-byte length), type id (4), a one-byte value.
-    cursor.check_count(kv_count, 8 + 4 + 1, &|| "metadata key/value".to_string())?;
+    cursor.check_count(kv_count, 8 + 4 + 1, &what)?;
+    cursor.check_limit(kv_count, MAX_METADATA_ENTRIES, &what)?;
     let mut metadata = Metadata::default();
     for i in 0..kv_count {
         let key = cursor.str(&|| format!("metadata key #{i}"))?;
@@ -304,8 +315,9 @@ fn read_array(cursor: &mut Cursor, key: &str, depth: usize) -> Result<MetadataAr
     let element_type_id = cursor.u32(&|| format!("element type of metadata array '{key}'"))?;
     let element_type = value_type(element_type_id, key)?;
     let count = cursor.u64(&|| format!("length of metadata array '{key}'"))?;
-    let count = cursor
-        .check_count(count, element_type.min_encoded_len(), &|| format!("metadata array '{key}' element"))?;
+    let what = || format!("metadata array '{key}' element");
+    let count = cursor.check_count(count, element_type.min_encoded_len(), &what)?;
+    cursor.check_limit(count as u64, MAX_ARRAY_LEN, &what)?;
     Ok(match element_type {
         ValueType::U8 => MetadataArray::U8(read_numbers(cursor, count, key, u8::from_le_bytes)?),
         ValueType::I8 => MetadataArray::I8(read_numbers(cursor, count, key, i8::from_le_bytes)?),
@@ -326,7 +338,8 @@ fn read_array(cursor: &mut Cursor, key: &str, depth: usize) -> Result<MetadataAr
         }
         ValueType::String => {
             let mut strings = StringArray::new();
-            strings.reserve(count, 0);
+            // Reserving the exact text length spares a vocabulary the doubling growth's peak.
+            strings.reserve(count, string_bytes_ahead(cursor, count));
             for i in 0..count {
                 strings.push(cursor.str(&|| format!("element {i} of metadata array '{key}'"))?);
             }
@@ -342,9 +355,27 @@ fn read_array(cursor: &mut Cursor, key: &str, depth: usize) -> Result<MetadataAr
     })
 }
 
+/// The total length of the `count` strings at the cursor, read without moving it; a string
+/// that does not fit ends the sum (reading the strings then reports it).
+fn string_bytes_ahead(cursor: &Cursor, count: usize) -> usize {
+    let mut ahead = cursor.clone();
+    let mut total = 0usize;
+    for _ in 0..count {
+        let Ok(len) = ahead.u64(&String::new) else { break };
+        if ahead.take(len, &String::new).is_err() {
+            break;
+        }
+        // len <= the bytes left, a usize.
+        total += len as usize;
+    }
+    total
+}
+
 fn read_tensor_infos(cursor: &mut Cursor, tensor_count: u64) -> Result<Vec<TensorInfo>, Malformation> {
+    let what = || "tensor info".to_string();
     // Smallest entry: empty name (8), n_dims (4), one dim (8), type (4), offset (8).
-    let count = cursor.check_count(tensor_count, 8 + 4 + 8 + 4 + 8, &|| "tensor info".to_string())?;
+    let count = cursor.check_count(tensor_count, 8 + 4 + 8 + 4 + 8, &what)?;
+    cursor.check_limit(tensor_count, MAX_TENSORS, &what)?;
     let mut infos = Vec::with_capacity(count);
     let mut seen = std::collections::HashSet::with_capacity(count);
     for i in 0..count {
@@ -406,6 +437,24 @@ fn tensor_byte_size(name: &str, dims: &[u64], ggml_type: GgmlType) -> Result<u64
     let row_bytes = ggml_type.row_bytes(dims[0]).map_err(|_| overflow())?;
     let rows = n_elements / dims[0];
     row_bytes.checked_mul(rows).ok_or_else(overflow)
+}
+
+/// Two tensors sharing bytes would alias each other's weights: a crafted file, never a converter's.
+fn check_no_overlap(infos: &[TensorInfo]) -> Result<(), Malformation> {
+    let mut by_offset: Vec<&TensorInfo> = infos.iter().collect();
+    by_offset.sort_unstable_by_key(|info| info.offset);
+    for pair in by_offset.windows(2) {
+        let (first, second) = (pair[0], pair[1]);
+        // Both ends were checked against the file size, so the sum does not overflow.
+        if first.offset + first.n_bytes > second.offset {
+            return Err(Malformation::OverlappingTensors {
+                first: first.name.clone(),
+                second: second.name.clone(),
+                offset: second.offset,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn locate_data(

@@ -537,3 +537,45 @@ fn writer_refuses_invalid_tensors_and_keys() {
         Err(GgufWriteError::DataLength { expected: 34, actual: 35, .. })
     ));
 }
+
+#[test]
+fn counts_that_fit_the_file_are_still_bounded() {
+    let over = |problem: Malformation, expected_what: &str, expected_limit: u64| match problem {
+        Malformation::CountOverLimit { what, limit, .. } => {
+            assert!(what.contains(expected_what), "{what}");
+            assert_eq!(limit, expected_limit);
+        }
+        other => panic!("expected a count over the limit, got {other}"),
+    };
+    let mut w = valid_writer();
+    w.add_metadata("big.array", MetadataArray::U8(vec![0; file::MAX_ARRAY_LEN as usize + 1])).unwrap();
+    over(malformation(w.to_bytes().unwrap()), "big.array", file::MAX_ARRAY_LEN);
+
+    let mut w = GgufWriter::new();
+    for i in 0..=file::MAX_METADATA_ENTRIES {
+        w.add_metadata(format!("k{i}"), 0u8).unwrap();
+    }
+    over(malformation(w.to_bytes().unwrap()), "metadata key/value", file::MAX_METADATA_ENTRIES);
+
+    let mut w = GgufWriter::new();
+    for i in 0..=file::MAX_TENSORS {
+        w.add_tensor(format!("t{i}"), &[1], GgmlType::F32, vec![0u8; 4]).unwrap();
+    }
+    over(malformation(w.to_bytes().unwrap()), "tensor info", file::MAX_TENSORS);
+}
+
+#[test]
+fn overlapping_tensors_are_refused() {
+    let mut bytes = valid_file();
+    // output_norm's data moved onto blk.0.attn_q's (offset 0).
+    let (.., offset_at) = tensor_info_fields(&bytes, "output_norm.weight");
+    put_u64(&mut bytes, offset_at, 32);
+    assert_eq!(
+        malformation(bytes),
+        Malformation::OverlappingTensors {
+            first: "blk.0.attn_q.weight".to_string(),
+            second: "output_norm.weight".to_string(),
+            offset: GgufFile::from_bytes(valid_file()).unwrap().data_offset() + 32,
+        }
+    );
+}

@@ -9,6 +9,8 @@ use crate::{
     kernels::{matmul::SUPPORTED_TYPES, rope::RopeFrequencies},
 };
 
+use super::limits;
+
 /// LongRoPE (Phi 3): frequencies for contexts longer than the original training context.
 #[derive(Debug, Clone, Serialize)]
 pub struct LongRope {
@@ -61,8 +63,30 @@ impl ConfigReader<'_> {
         Ok(self.gguf.metadata().get_u32(&self.key(name))?)
     }
 
-    pub fn required_u32(&self, name: &str) -> Result<u32, ModelError> {
-        self.u32(name)?.ok_or_else(|| ModelError::MissingMetadata(self.key(name)))
+    /// A u32 that must not exceed `limit`; an over-limit value is refused naming the key.
+    pub fn bounded_u32(&self, name: &str, limit: u32) -> Result<Option<u32>, ModelError> {
+        let key = self.key(name);
+        match self.gguf.metadata().get_u64(&key)? {
+            Some(value) if value > u64::from(limit) => {
+                Err(ModelError::OverLimit { key, value, limit: u64::from(limit) })
+            }
+            // value <= limit, a u32.
+            value => Ok(value.map(|v| v as u32)),
+        }
+    }
+
+    pub fn required_bounded_u32(&self, name: &str, limit: u32) -> Result<u32, ModelError> {
+        self.bounded_u32(name, limit)?.ok_or_else(|| ModelError::MissingMetadata(self.key(name)))
+    }
+
+    /// A finite f32, so NaN or infinite hyperparameters never reach the kernels.
+    pub fn finite_f32(&self, name: &str) -> Result<Option<f32>, ModelError> {
+        match self.f32(name)? {
+            Some(value) if !value.is_finite() => {
+                Err(ModelError::InvalidConfig(format!("metadata key '{}' is {value}", self.key(name))))
+            }
+            value => Ok(value),
+        }
     }
 
     pub fn f32(&self, name: &str) -> Result<Option<f32>, ModelError> {
@@ -127,11 +151,11 @@ impl ModelConfig {
     pub fn from_gguf(gguf: &GgufFile) -> Result<ModelConfig, ModelError> {
         let architecture = Architecture::from_name(gguf.architecture()?)?;
         let reader = ConfigReader { gguf, arch: architecture.name() };
-        let hidden = reader.required_u32("embedding_length")?;
-        let n_layers = reader.required_u32("block_count")?;
-        let ffn_hidden = reader.required_u32("feed_forward_length")?;
-        let n_heads = reader.required_u32("attention.head_count")?;
-        let n_kv_heads = reader.u32("attention.head_count_kv")?.unwrap_or(n_heads);
+        let hidden = reader.required_bounded_u32("embedding_length", limits::MAX_EMBEDDING)?;
+        let n_layers = reader.required_bounded_u32("block_count", limits::MAX_LAYERS)?;
+        let ffn_hidden = reader.required_bounded_u32("feed_forward_length", limits::MAX_FEED_FORWARD)?;
+        let n_heads = reader.required_bounded_u32("attention.head_count", limits::MAX_HEADS)?;
+        let n_kv_heads = reader.bounded_u32("attention.head_count_kv", limits::MAX_HEADS)?.unwrap_or(n_heads);
         if hidden == 0
             || n_layers == 0
             || ffn_hidden == 0
@@ -143,7 +167,7 @@ impl ModelConfig {
                 "hidden {hidden}, layers {n_layers}, ffn {ffn_hidden}, heads {n_heads}, kv heads {n_kv_heads}: all must be positive and heads a multiple of kv heads"
             )));
         }
-        let head_dim = match reader.u32("attention.key_length")? {
+        let head_dim = match reader.bounded_u32("attention.key_length", limits::MAX_HEAD_DIM)? {
             Some(dim) => dim,
             None if hidden % n_heads == 0 => hidden / n_heads,
             None => {
@@ -160,18 +184,31 @@ impl ModelConfig {
             }
         }
         let rope_dim = reader.u32("rope.dimension_count")?.unwrap_or(head_dim);
-        if rope_dim == 0 || rope_dim > head_dim || rope_dim % 2 != 0 || head_dim == 0 || head_dim > 512 {
+        if rope_dim == 0
+            || rope_dim > head_dim
+            || rope_dim % 2 != 0
+            || head_dim == 0
+            || head_dim > limits::MAX_HEAD_DIM
+        {
             return Err(ModelError::InvalidConfig(format!(
                 "rope dimension {rope_dim} with head dimension {head_dim}"
             )));
         }
-        let vocab_size = match gguf.metadata().get_str_array("tokenizer.ggml.tokens")? {
+        let vocab_size = match gguf.metadata().get_string_array("tokenizer.ggml.tokens")? {
+            Some(tokens) if tokens.len() as u64 > u64::from(limits::MAX_VOCAB) => {
+                return Err(ModelError::OverLimit {
+                    key: "tokenizer.ggml.tokens".to_string(),
+                    value: tokens.len() as u64,
+                    limit: u64::from(limits::MAX_VOCAB),
+                })
+            }
             Some(tokens) => tokens.len() as u32,
-            None => reader.required_u32("vocab_size")?,
+            None => reader.required_bounded_u32("vocab_size", limits::MAX_VOCAB)?,
         };
-        let mut rope = RopeFrequencies::plain(reader.f32("rope.freq_base")?.unwrap_or(10_000.0));
+        let train_context = reader.bounded_u32("context_length", limits::MAX_CONTEXT)?.unwrap_or(4096);
+        let mut rope = RopeFrequencies::plain(reader.finite_f32("rope.freq_base")?.unwrap_or(10_000.0));
         if reader.str("rope.scaling.type")? == Some("linear") {
-            let factor = reader.f32("rope.scaling.factor")?.unwrap_or(1.0);
+            let factor = reader.finite_f32("rope.scaling.factor")?.unwrap_or(1.0);
             rope.linear_scale = if factor > 0.0 { factor } else { 1.0 };
         }
         let mut config = ModelConfig {
@@ -184,14 +221,14 @@ impl ModelConfig {
             head_dim,
             rope_dim,
             vocab_size,
-            rms_eps: reader.f32("attention.layer_norm_rms_epsilon")?.unwrap_or(1e-6),
+            rms_eps: reader.finite_f32("attention.layer_norm_rms_epsilon")?.unwrap_or(1e-6),
             rope,
             rope_long: None,
             rope_local: None,
             sliding_window: 0,
             sliding_window_pattern: 0,
             attention_scale: 1.0 / (head_dim as f32).sqrt(),
-            train_context: reader.u32("context_length")?.unwrap_or(4096),
+            train_context,
             tied_embeddings: gguf.tensor("output.weight").is_none(),
         };
         architecture.spec().configure(&reader, &mut config)?;
@@ -263,6 +300,13 @@ impl ModelConfig {
     }
 
     fn check_tensors(&self, gguf: &GgufFile) -> Result<(), ModelError> {
+        let last_layer = format!("blk.{}.", self.n_layers - 1);
+        if !gguf.tensors().iter().any(|t| t.name.starts_with(&last_layer)) {
+            return Err(ModelError::LayerCount {
+                key: format!("{}.block_count", self.architecture.name()),
+                claimed: self.n_layers,
+            });
+        }
         for (name, shape) in self.expected_tensors() {
             let info = gguf.tensor(&name).ok_or_else(|| ModelError::MissingTensor(name.clone()))?;
             if info.dims != shape {

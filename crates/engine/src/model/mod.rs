@@ -5,6 +5,7 @@ mod arch;
 mod config;
 mod footprint;
 mod forward;
+pub mod limits;
 mod weights;
 
 pub use arch::{Architecture, Llama3Scaling};
@@ -29,6 +30,10 @@ pub enum ModelError {
     UnsupportedArchitecture { name: String, supported: String },
     #[error("metadata key '{0}' is missing")]
     MissingMetadata(String),
+    #[error("metadata key '{key}' is {value}, over the limit of {limit}")]
+    OverLimit { key: String, value: u64, limit: u64 },
+    #[error("metadata key '{key}' claims {claimed} layers but the file has no tensors of the last one")]
+    LayerCount { key: String, claimed: u32 },
     #[error("invalid model configuration: {0}")]
     InvalidConfig(String),
     #[error("tensor '{0}' is missing")]

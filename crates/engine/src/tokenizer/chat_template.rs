@@ -3,7 +3,12 @@ use minijinja::{context, Environment, ErrorKind};
 use crate::gguf::{GgufError, GgufFile};
 
 use super::builtin_templates::BuiltinTemplate;
-use super::{ChatMessage, Tokenizer, TokenizerError};
+use super::capped_output::CappedOutput;
+use super::limits::{
+    MAX_TEMPLATE_BYTES, TEMPLATE_FUEL_BASE, TEMPLATE_FUEL_PER_MESSAGE, TEMPLATE_OUTPUT_BASE,
+    TEMPLATE_OUTPUT_PER_INPUT_BYTE,
+};
+use super::{ChatMessage, Role, Tokenizer, TokenizerError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {
@@ -13,6 +18,14 @@ pub enum TemplateError {
     Syntax(#[source] minijinja::Error),
     #[error("rendering the chat template: {0}")]
     Render(#[source] minijinja::Error),
+    #[error("the chat template is {bytes} bytes, over the limit of {limit}")]
+    TooLarge { bytes: usize, limit: usize },
+    #[error("the chat template ran out of fuel: rendering took more than {fuel} instructions (does it loop over huge ranges?)")]
+    OutOfFuel { fuel: u64 },
+    #[error("the chat template wrote more than {limit} bytes for a conversation of {input_bytes} bytes")]
+    OutputTooLarge { limit: usize, input_bytes: usize },
+    #[error("the chat template wrote invalid UTF-8")]
+    InvalidOutput,
     #[error("no chat format for this model: {reason}")]
     NoTemplate { reason: String },
     #[error("tokenizing the rendered chat: {0}")]
@@ -30,6 +43,7 @@ pub enum TemplateOrigin {
 }
 
 const TEMPLATE_NAME: &str = "chat";
+const TEMPLATE_KEY: &str = "tokenizer.chat_template";
 
 /// A model's chat template, rendered with minijinja the way Hugging Face renders it with Jinja2
 /// (trimmed blocks, Python string methods such as `.strip()`, `raise_exception`).
@@ -45,10 +59,33 @@ pub struct ChatTemplate {
 
 impl ChatTemplate {
     /// The GGUF file's own template when it has one, else the built-in format its architecture
-    /// or vocabulary points to.
+    /// or vocabulary points to. A template over the size limit, or one that runs out of fuel or
+    /// output rendering a short conversation, is refused: such a file asks for too much.
     pub fn for_model(gguf: &GgufFile, tokenizer: &Tokenizer) -> Result<ChatTemplate, TemplateError> {
-        let template = gguf.metadata().get_str("tokenizer.chat_template")?;
-        Ok(Self::select(gguf.architecture()?, template, tokenizer))
+        let source = gguf.metadata().get_str(TEMPLATE_KEY)?;
+        if let Some(source) = source.filter(|s| s.len() > MAX_TEMPLATE_BYTES) {
+            return Err(TemplateError::TooLarge { bytes: source.len(), limit: MAX_TEMPLATE_BYTES });
+        }
+        let template = Self::select(gguf.architecture()?, source, tokenizer);
+        if template.origin == TemplateOrigin::Model {
+            template.probe()?;
+        }
+        Ok(template)
+    }
+
+    /// Renders a short conversation to find templates that exhaust their fuel or output. Other
+    /// errors are the template's own business (many refuse some orders of roles) and pass.
+    fn probe(&self) -> Result<(), TemplateError> {
+        let message = |role: Role| ChatMessage { role, content: "Hello.".to_string() };
+        let conversation =
+            [message(Role::System), message(Role::User), message(Role::Assistant), message(Role::User)];
+        for messages in [&conversation[1..2], &conversation[..]] {
+            match self.render(messages, true) {
+                Err(error) if error.is_resource_limit() => return Err(error),
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// `model_template` when given and it compiles, else a built-in format detected from
@@ -89,6 +126,9 @@ impl ChatTemplate {
         source: &str,
         tokenizer: &Tokenizer,
     ) -> Result<ChatTemplate, TemplateError> {
+        if source.len() > MAX_TEMPLATE_BYTES {
+            return Err(TemplateError::TooLarge { bytes: source.len(), limit: MAX_TEMPLATE_BYTES });
+        }
         let mut environment = Environment::new();
         // Hugging Face renders chat templates with these Jinja2 settings.
         environment.set_trim_blocks(true);
@@ -123,15 +163,44 @@ impl ChatTemplate {
         if self.origin == TemplateOrigin::Missing {
             return Err(TemplateError::NoTemplate { reason: self.missing_reason.clone() });
         }
-        let template = self.environment.get_template(TEMPLATE_NAME).map_err(TemplateError::Render)?;
-        template
-            .render(context! {
+        let input_bytes: usize = messages.iter().map(|m| m.content.len() + m.role.as_str().len()).sum();
+        let fuel = TEMPLATE_FUEL_BASE
+            .saturating_add((messages.len() as u64).saturating_mul(TEMPLATE_FUEL_PER_MESSAGE));
+        let limit =
+            TEMPLATE_OUTPUT_BASE.saturating_add(input_bytes.saturating_mul(TEMPLATE_OUTPUT_PER_INPUT_BYTE));
+        // Fuel is the environment's; a clone shares the compiled template.
+        let mut environment = self.environment.clone();
+        environment.set_fuel(Some(fuel));
+        let template = environment.get_template(TEMPLATE_NAME).map_err(TemplateError::Render)?;
+        let mut output = CappedOutput::new(limit);
+        let rendered = template.render_captured_to(
+            context! {
                 messages => messages,
                 add_generation_prompt => add_generation_prompt,
                 bos_token => &self.bos_token,
                 eos_token => &self.eos_token,
-            })
-            .map_err(TemplateError::Render)
+            },
+            &mut output,
+        );
+        match rendered {
+            Ok(_) => String::from_utf8(output.into_bytes()).map_err(|_| TemplateError::InvalidOutput),
+            Err(error) if error.kind() == ErrorKind::OutOfFuel => Err(TemplateError::OutOfFuel { fuel }),
+            Err(_) if output.overflowed() => Err(TemplateError::OutputTooLarge { limit, input_bytes }),
+            Err(error) => Err(TemplateError::Render(error)),
+        }
+    }
+}
+
+impl TemplateError {
+    /// Whether the template asked for more than a render may take (as opposed to failing by
+    /// its own logic).
+    pub fn is_resource_limit(&self) -> bool {
+        matches!(
+            self,
+            TemplateError::TooLarge { .. }
+                | TemplateError::OutOfFuel { .. }
+                | TemplateError::OutputTooLarge { .. }
+        )
     }
 }
 

@@ -11,6 +11,12 @@ pub enum TokenizerError {
     UnsupportedModel(String),
     #[error("pre-tokenizer '{0}' is not supported (supported: {supported})", supported = super::pre_tokenizer::SUPPORTED_NAMES)]
     UnsupportedPreTokenizer(String),
+    #[error("'{key}' has {count} entries, over the limit of {limit}")]
+    TooMany { key: &'static str, count: usize, limit: usize },
+    #[error("token {id} is {len} bytes long, over the limit of {limit}")]
+    TokenTooLong { id: usize, len: usize, limit: usize },
+    #[error("the SentencePiece vocabulary is too costly to build: splitting its tokens would hash {work} bytes (limit {limit}); its tokens are too long or share too-long prefixes")]
+    SplitWorkTooLarge { work: u64, limit: u64 },
     #[error("the vocabulary is empty")]
     EmptyVocabulary,
     #[error("'{key}' has {found} entries but the vocabulary has {expected} tokens")]

@@ -9,9 +9,11 @@
 mod builtin_templates;
 mod byte_alphabet;
 mod byte_level;
+mod capped_output;
 mod chat_message;
 mod chat_template;
 mod error;
+pub mod limits;
 mod pieces;
 mod pre_tokenizer;
 mod sentencepiece;

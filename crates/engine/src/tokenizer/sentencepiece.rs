@@ -9,6 +9,7 @@ use tokenizers::models::bpe::{Vocab, BPE};
 use tokenizers::normalizers::{Prepend, Replace, Sequence};
 use tokenizers::NormalizerWrapper;
 
+use super::limits::MAX_SPLIT_WORK;
 use super::{TokenizerError, TokenizerModel, TokenizerSpec};
 
 const WORD_BOUNDARY: &str = "▁";
@@ -35,6 +36,19 @@ pub(super) fn normalizer(spec: &TokenizerSpec) -> Result<NormalizerWrapper, Toke
         steps.push(Prepend::new(WORD_BOUNDARY.to_string()).into());
     }
     Ok(Sequence::new(steps).into())
+}
+
+/// Finding a token's splits hashes both halves at each character boundary, so a token costs
+/// its length times its splits, and so, at most, do the merges it yields: bounding the sum bounds
+/// both the time and the memory of the merge list before any of it is built.
+pub(super) fn check_split_work<'a>(texts: impl Iterator<Item = &'a str>) -> Result<(), TokenizerError> {
+    let work = texts
+        .map(|text| text.len() as u64 * text.chars().count().saturating_sub(1) as u64)
+        .fold(0u64, u64::saturating_add);
+    if work > MAX_SPLIT_WORK {
+        return Err(TokenizerError::SplitWorkTooLarge { work, limit: MAX_SPLIT_WORK });
+    }
+    Ok(())
 }
 
 /// Every way to write a token as the concatenation of two tokens, highest merged score first;

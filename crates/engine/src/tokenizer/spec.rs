@@ -1,5 +1,7 @@
 use crate::gguf::{GgufFile, Metadata};
 
+use super::limits::{MAX_MERGES, MAX_TOKENS, MAX_TOKEN_BYTES};
+use super::sentencepiece::check_split_work;
 use super::TokenizerError;
 
 /// The tokenization algorithm named by `tokenizer.ggml.model`.
@@ -92,6 +94,7 @@ pub struct TokenizerSpec {
 
 const MODEL_KEY: &str = "tokenizer.ggml.model";
 const TOKENS_KEY: &str = "tokenizer.ggml.tokens";
+const MERGES_KEY: &str = "tokenizer.ggml.merges";
 
 impl TokenizerSpec {
     /// Reads the `tokenizer.*` metadata. Defaults for absent flags follow llama.cpp: SentencePiece
@@ -104,12 +107,14 @@ impl TokenizerSpec {
         let model_name = metadata.get_str(MODEL_KEY)?.ok_or(TokenizerError::MissingKey { key: MODEL_KEY })?;
         let model = TokenizerModel::from_gguf_name(model_name)?;
         let pre = metadata.get_str("tokenizer.ggml.pre")?.map(str::to_string);
-        let tokens: Vec<String> = metadata
-            .get_str_array(TOKENS_KEY)?
-            .ok_or(TokenizerError::MissingKey { key: TOKENS_KEY })?
-            .into_iter()
-            .map(str::to_string)
-            .collect();
+        let tokens =
+            metadata.get_string_array(TOKENS_KEY)?.ok_or(TokenizerError::MissingKey { key: TOKENS_KEY })?;
+        check_count(TOKENS_KEY, tokens.len(), MAX_TOKENS)?;
+        if model == TokenizerModel::SentencePiece {
+            // Before the vocabulary is copied.
+            check_split_work(tokens.iter())?;
+        }
+        let tokens: Vec<String> = tokens.iter().map(str::to_string).collect();
         let scores = metadata.get_f32_array("tokenizer.ggml.scores")?.unwrap_or_default();
         let token_types = metadata
             .get_i32_array("tokenizer.ggml.token_type")?
@@ -117,12 +122,13 @@ impl TokenizerSpec {
             .into_iter()
             .map(TokenType::from_gguf)
             .collect();
-        let merges = metadata
-            .get_str_array("tokenizer.ggml.merges")?
-            .unwrap_or_default()
-            .into_iter()
-            .map(str::to_string)
-            .collect();
+        let merges = match metadata.get_string_array(MERGES_KEY)? {
+            Some(merges) => {
+                check_count(MERGES_KEY, merges.len(), MAX_MERGES)?;
+                merges.iter().map(str::to_string).collect()
+            }
+            None => Vec::new(),
+        };
         let default_add_bos = match model {
             TokenizerModel::SentencePiece => true,
             TokenizerModel::ByteLevelBpe => {
@@ -151,11 +157,17 @@ impl TokenizerSpec {
         Ok(spec)
     }
 
-    /// Checks that per-token arrays match the vocabulary and that named ids lie inside it.
+    /// Checks the sizes against the limits, that per-token arrays match the vocabulary and that
+    /// named ids lie inside it.
     pub fn validate(&self) -> Result<(), TokenizerError> {
         let vocab_size = self.tokens.len();
         if vocab_size == 0 {
             return Err(TokenizerError::EmptyVocabulary);
+        }
+        check_count(TOKENS_KEY, vocab_size, MAX_TOKENS)?;
+        check_count(MERGES_KEY, self.merges.len(), MAX_MERGES)?;
+        if let Some((id, token)) = self.tokens.iter().enumerate().find(|(_, t)| t.len() > MAX_TOKEN_BYTES) {
+            return Err(TokenizerError::TokenTooLong { id, len: token.len(), limit: MAX_TOKEN_BYTES });
         }
         for (key, len) in [
             ("tokenizer.ggml.scores", self.scores.len()),
@@ -189,4 +201,11 @@ impl TokenizerSpec {
     pub(super) fn score(&self, id: usize) -> f32 {
         self.scores.get(id).copied().unwrap_or(0.0)
     }
+}
+
+fn check_count(key: &'static str, count: usize, limit: usize) -> Result<(), TokenizerError> {
+    if count > limit {
+        return Err(TokenizerError::TooMany { key, count, limit });
+    }
+    Ok(())
 }

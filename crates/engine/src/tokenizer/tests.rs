@@ -502,3 +502,35 @@ fn tokenizer_and_templates_can_be_shared_across_threads() {
     assert_send_sync::<ChatTemplate>();
     assert_send_sync::<StreamDecoder>();
 }
+
+#[test]
+fn long_conversations_render_within_the_fuel_and_output_limits() {
+    let messages: Vec<ChatMessage> = (0..2_000)
+        .map(|i| match i % 2 {
+            0 => ChatMessage::user("question ".repeat(100)),
+            _ => ChatMessage::assistant("answer ".repeat(100)),
+        })
+        .collect();
+    for builtin in [BuiltinTemplate::Gemma, BuiltinTemplate::ChatMl, BuiltinTemplate::Llama3] {
+        let text = ChatTemplate::builtin(builtin, &sentencepiece()).render(&messages, true).unwrap();
+        assert!(text.len() > 1_600_000, "{builtin:?}: {}", text.len());
+    }
+}
+
+#[test]
+fn templates_asking_for_too_much_stop_with_errors_naming_it() {
+    let messages = [ChatMessage::user("hi")];
+    let looping = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}";
+    let err = ChatTemplate::from_source(looping, &byte_level()).unwrap().render(&messages, true).unwrap_err();
+    assert!(matches!(err, TemplateError::OutOfFuel { fuel: 110_000 }), "{err}");
+
+    let exploding = "{% for i in range(100000) %}{{ 'x' * 100000 }}{% endfor %}";
+    let err =
+        ChatTemplate::from_source(exploding, &byte_level()).unwrap().render(&messages, true).unwrap_err();
+    assert!(matches!(err, TemplateError::OutputTooLarge { input_bytes: 6, .. }), "{err}");
+
+    let huge = "x".repeat(limits::MAX_TEMPLATE_BYTES + 1);
+    let err = ChatTemplate::from_source(&huge, &byte_level()).unwrap_err();
+    assert!(matches!(err, TemplateError::TooLarge { .. }), "{err}");
+    assert!(err.is_resource_limit());
+}

@@ -32,6 +32,10 @@ impl Tokenizer {
 
     pub fn from_spec(spec: &TokenizerSpec) -> Result<Tokenizer, TokenizerError> {
         spec.validate()?;
+        if spec.model == TokenizerModel::SentencePiece {
+            // Before the vocabulary is copied into the builder's maps.
+            sentencepiece::check_split_work(spec.tokens.iter().map(String::as_str))?;
+        }
         let texts = token_texts(spec);
         let token_types = effective_token_types(spec);
         // Later ids win for duplicated texts, as in llama.cpp's text-to-token map.

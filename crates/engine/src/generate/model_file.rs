@@ -1,0 +1,61 @@
+//! The part of loading that needs no GPU: the file parsed, the configuration checked against
+//! its tensors and limits, the tokenizer built and the chat template probed. Doing all of it
+//! before a device is opened makes refusing a bad or hostile file fast and cheap.
+
+use std::path::{Path, PathBuf};
+
+use super::GenerateError;
+use crate::{
+    gguf::GgufFile,
+    model::{limits::MAX_CONTEXT, ModelConfig},
+    tokenizer::{ChatTemplate, Tokenizer},
+};
+
+const DEFAULT_CONTEXT_CAP: u32 = 8192;
+
+/// A model file whose every part but the weights' upload has been read and checked.
+pub struct ModelFile {
+    pub(super) path: PathBuf,
+    pub(super) gguf: GgufFile,
+    pub(super) config: ModelConfig,
+    pub(super) tokenizer: Tokenizer,
+    pub(super) template: ChatTemplate,
+}
+
+impl ModelFile {
+    /// Reads and checks `path`; nothing about the file is trusted.
+    pub fn open(path: &Path) -> Result<ModelFile, GenerateError> {
+        let gguf = GgufFile::open(path)?;
+        let config = ModelConfig::from_gguf(&gguf)?;
+        let tokenizer = Tokenizer::from_gguf(&gguf)?;
+        if tokenizer.vocab_size() as u32 != config.vocab_size {
+            return Err(GenerateError::InvalidModel(format!(
+                "tokenizer has {} tokens but the embedding has {} rows",
+                tokenizer.vocab_size(),
+                config.vocab_size
+            )));
+        }
+        let template = ChatTemplate::for_model(&gguf, &tokenizer)?;
+        Ok(ModelFile { path: path.to_path_buf(), gguf, config, tokenizer, template })
+    }
+
+    /// The context a session will hold: `requested`, or the model's training context capped at
+    /// 8192; refused over the limit before anything is sized from it.
+    pub fn context_len(&self, requested: Option<u32>) -> Result<u32, GenerateError> {
+        let context_len = requested.unwrap_or(self.config.train_context.min(DEFAULT_CONTEXT_CAP)).max(1);
+        if context_len > MAX_CONTEXT {
+            return Err(GenerateError::InvalidRequest(format!(
+                "a context of {context_len} tokens is over the limit of {MAX_CONTEXT}"
+            )));
+        }
+        Ok(context_len)
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+}
