@@ -93,7 +93,6 @@ impl Engine {
         options: LoadOptions,
         progress: &mut dyn FnMut(LoadProgress),
     ) -> Result<Arc<LoadedModel>, GenerateError> {
-        self.ctx.check_health()?;
         progress(LoadProgress { fraction: 0.0, stage: "reading" });
         self.load_checked(ModelFile::open(path)?, options, progress)
     }
@@ -105,6 +104,7 @@ impl Engine {
         options: LoadOptions,
         progress: &mut dyn FnMut(LoadProgress),
     ) -> Result<Arc<LoadedModel>, GenerateError> {
+        self.ctx.check_health()?;
         let context_len = file.context_len(options.context_len)?;
         let ModelFile { path, gguf, config, tokenizer, template } = file;
         let path = path.as_path();
