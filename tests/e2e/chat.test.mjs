@@ -136,7 +136,7 @@ test('a reply cut off by killing the app (SIGKILL) is there after a restart, mar
     assert.ok(saved.length >= 10, `the reply is there up to its last save: "${saved}"`);
     assert.ok(streamed.startsWith(saved.slice(0, 10)), `the saved reply is the streamed one: "${saved}" vs "${streamed}"`);
     assert.match(await textOf(driver, await messages[1].findElement(byTestId('message-stats'))), /Interrupted/);
-    await screenshot(driver, '06-after-sigkill');
+    await screenshot(driver, '07-after-sigkill');
   } finally {
     await quitApp(driver);
   }
