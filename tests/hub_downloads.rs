@@ -7,7 +7,7 @@ mod hub_standin;
 
 use std::time::Duration;
 
-use doppler_engine::store::ModelStore;
+use doppler_engine::store::{ModelStore, StoreError};
 use doppler_store::{
     download::{CancelToken, DownloadError, RetryPolicy},
     hub::{HubClient, HubConfig, HubError},
@@ -323,4 +323,25 @@ fn bad_choices_are_named() {
         pull(&setup.client, &setup.store, &missing, &quick_retries(), &CancelToken::new(), &mut |_| {})
             .unwrap_err();
     assert!(matches!(error, PullError::Hub(HubError::Gated { .. })), "{error}");
+}
+
+#[test]
+fn a_name_taken_by_another_model_is_refused_before_downloading() {
+    let mut other = llama_gguf();
+    *other.last_mut().unwrap() ^= 1;
+    let setup =
+        setup(vec![StandinFile::new("m-Q8_0.gguf", llama_gguf()), StandinFile::new("m-Q4_K_M.gguf", other)]);
+    let request = |quant: &str| PullRequest {
+        repo: REPO.to_string(),
+        revision: "main".to_string(),
+        selection: Selection::Quant(quant.to_string()),
+        name: Some("taken".to_string()),
+    };
+    let pull_as_taken = |quant| {
+        pull(&setup.client, &setup.store, &request(quant), &quick_retries(), &CancelToken::new(), &mut |_| {})
+    };
+    pull_as_taken("Q8_0").unwrap();
+    let error = pull_as_taken("Q4_K_M").unwrap_err();
+    assert!(matches!(error, PullError::Store(StoreError::AlreadyInstalled { .. })), "{error}");
+    assert_eq!(setup.hub.range_starts().len(), 1, "nothing was downloaded for the refused pull");
 }

@@ -6,7 +6,7 @@ mod error;
 use std::time::Duration;
 
 use doppler_engine::store::{
-    check_model_name, ensure_free_space, model_name_from_file, InstalledModel, ModelStore,
+    check_model_name, ensure_free_space, model_name_from_file, InstalledModel, ModelStore, StoreError,
 };
 
 pub use error::PullError;
@@ -109,6 +109,8 @@ pub fn pull(
         if choice.files[0].sha256.as_ref() == Some(&installed.manifest.sha256) {
             return Ok(PullOutcome::AlreadyInstalled(installed));
         }
+        // Refused before the download rather than after it.
+        return Err(StoreError::AlreadyInstalled { name, path: installed.dir }.into());
     }
     let remotes: Vec<RemoteFile> = choice
         .files

@@ -39,11 +39,11 @@ impl Fit {
 /// The best choice for `budget`: the largest quantization that fits (more bits, better
 /// answers), a full-precision copy only when no quantization fits, and a tight one only when
 /// nothing fits comfortably. `needed` gives a choice's memory need in bytes.
-pub fn recommend<'c>(
-    choices: &'c [GgufChoice],
+pub fn recommend(
+    choices: &[GgufChoice],
     budget: u64,
     needed: impl Fn(&GgufChoice) -> u64,
-) -> Option<&'c GgufChoice> {
+) -> Option<&GgufChoice> {
     let best_with = |fit: Fit, unquantized: bool| {
         choices
             .iter()
