@@ -4,6 +4,7 @@ pub mod devices;
 pub mod logits;
 pub mod model_loading;
 pub mod models;
+pub mod models_hub;
 pub mod perplexity;
 pub mod run;
 pub mod sampling_args;

@@ -1,13 +1,17 @@
-//! `doppler models`: list, fetch, import and remove the models in the model store.
+//! `doppler models`: list, fetch, import and remove the models in the model store; search,
+//! list and pull models on the Hugging Face Hub (`models_hub`).
 
 use std::{cell::RefCell, path::PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 use doppler_engine::store::{
-    fetch_defaults, ByteSize, FetchEvent, InstalledModel, ModelManifest, ModelStore, StoreError,
+    fetch_defaults, model_name_from_file, ByteSize, FetchEvent, InstalledModel, ModelManifest, ModelStore,
+    StoreError,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+
+use super::models_hub;
 
 #[derive(clap::Args)]
 pub struct ModelsArgs {
@@ -36,6 +40,44 @@ enum ModelsCommand {
         #[arg(long)]
         sha256: Option<String>,
     },
+    /// Search the Hugging Face Hub for GGUF models (HF_ENDPOINT, HF_TOKEN).
+    Search {
+        query: String,
+        /// At most this many results.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// A JSON array of objects with `id` instead of a list.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List a Hub repository's GGUF models by quantization, with sizes.
+    Files {
+        /// `owner/name`.
+        repo: String,
+        #[arg(long, default_value = "main")]
+        revision: String,
+        /// Judge each quantization against this memory budget (e.g. 8GiB) and recommend one.
+        #[arg(long)]
+        budget: Option<bytesize::ByteSize>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Download a GGUF model from the Hub into the store; an interrupted pull resumes.
+    Pull {
+        /// `owner/name`.
+        repo: String,
+        /// The file to pull (a split model's first part names all of it).
+        #[arg(long, conflicts_with = "quant")]
+        file: Option<String>,
+        /// The quantization to pull (`Q4_K_M`, `Q8_0`…), when the repository has several.
+        #[arg(long)]
+        quant: Option<String>,
+        /// The name to install it under (default: from the file name).
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long, default_value = "main")]
+        revision: String,
+    },
     /// Uninstall a model.
     Remove { name: String },
     /// Print the store's directory, or with NAME the installed model's file.
@@ -43,16 +85,24 @@ enum ModelsCommand {
 }
 
 pub fn run(args: ModelsArgs) -> Result<()> {
-    let store = ModelStore::default_location().context("opening the model store")?;
+    // Searching and listing the Hub need no store.
+    let store = || ModelStore::default_location().context("opening the model store");
     match args.command {
-        ModelsCommand::List { json } => list(&store, json),
-        ModelsCommand::FetchDefaults => fetch(&store),
+        ModelsCommand::Search { query, limit, json } => models_hub::search(&query, limit, json),
+        ModelsCommand::Files { repo, revision, budget, json } => {
+            models_hub::files(&repo, &revision, budget.map(|budget| budget.as_u64()), json)
+        }
+        ModelsCommand::Pull { repo, file, quant, name, revision } => {
+            models_hub::pull_model(&store()?, models_hub::PullArgs { repo, revision, file, quant, name })
+        }
+        ModelsCommand::List { json } => list(&store()?, json),
+        ModelsCommand::FetchDefaults => fetch(&store()?),
         ModelsCommand::Import { file, name, sha256 } => {
             let name = match name {
                 Some(name) => name,
                 None => name_from_file(&file)?,
             };
-            let model = store.install_file(&name, &file, sha256.as_deref())?;
+            let model = store()?.install_file(&name, &file, sha256.as_deref())?;
             println!(
                 "installed {} ({}) at {}",
                 model.name(),
@@ -62,15 +112,16 @@ pub fn run(args: ModelsArgs) -> Result<()> {
             Ok(())
         }
         ModelsCommand::Remove { name } => {
-            store.remove(&name)?;
+            store()?.remove(&name)?;
             println!("removed {name}");
             Ok(())
         }
         ModelsCommand::Path { name: None } => {
-            println!("{}", store.root().display());
+            println!("{}", store()?.root().display());
             Ok(())
         }
         ModelsCommand::Path { name: Some(name) } => {
+            let store = store()?;
             let Some(model) = store.get(&name)? else {
                 let installed = store.list()?.into_iter().map(|model| model.manifest.name).collect();
                 return Err(StoreError::NotInstalled { name, installed }.into());
@@ -185,17 +236,8 @@ fn new_bar(model: &str, total: u64) -> ProgressBar {
     ProgressBar::new(total).with_style(style).with_prefix(model.to_string())
 }
 
-/// `SmolLM2-135M-Instruct.Q4_1.gguf` → `smollm2-135m-instruct.q4_1`.
 fn name_from_file(file: &std::path::Path) -> Result<String> {
-    let stem = file.file_stem().map(|stem| stem.to_string_lossy().to_lowercase()).unwrap_or_default();
-    let name: String = stem
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
-        .take(64)
-        .collect();
-    let name = name.trim_start_matches(['.', '_', '-']).to_string();
-    if name.is_empty() {
-        return Err(anyhow!("cannot make a model name from {}; pass --name", file.display()));
-    }
-    Ok(name)
+    file.file_name()
+        .and_then(|file_name| model_name_from_file(&file_name.to_string_lossy()))
+        .ok_or_else(|| anyhow!("cannot make a model name from {}; pass --name", file.display()))
 }

@@ -9,12 +9,12 @@ use sha2::{Digest, Sha256};
 use super::StoreError;
 
 /// Lowercase hex of a SHA-256 digest.
-pub(crate) fn to_hex(digest: &[u8]) -> String {
+pub fn to_hex(digest: &[u8]) -> String {
     digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// A user-given sha256 in canonical (lowercase) form.
-pub(crate) fn parse_sha256(value: &str) -> Result<String, StoreError> {
+pub fn parse_sha256(value: &str) -> Result<String, StoreError> {
     let value = value.trim();
     if value.len() == 64 && value.chars().all(|c| c.is_ascii_hexdigit()) {
         Ok(value.to_ascii_lowercase())
@@ -25,19 +25,25 @@ pub(crate) fn parse_sha256(value: &str) -> Result<String, StoreError> {
 
 /// The sha256 of a file, read in fixed-size chunks.
 pub(crate) fn hash_file(path: &Path) -> io::Result<String> {
-    let mut file = File::open(path)?;
     let mut hasher = Sha256::new();
+    hash_into(&mut hasher, &mut File::open(path)?)?;
+    Ok(to_hex(&hasher.finalize()))
+}
+
+/// Feeds all of `reader` to `hasher` in fixed-size chunks: the bytes read.
+pub fn hash_into(hasher: &mut Sha256, reader: &mut dyn Read) -> io::Result<u64> {
+    let mut total = 0u64;
     let mut buffer = vec![0u8; 1 << 20];
     loop {
-        let read = match file.read(&mut buffer) {
-            Ok(0) => break,
+        let read = match reader.read(&mut buffer) {
+            Ok(0) => return Ok(total),
             Ok(read) => read,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) => return Err(error),
         };
         hasher.update(&buffer[..read]);
+        total += read as u64;
     }
-    Ok(to_hex(&hasher.finalize()))
 }
 
 #[cfg(test)]

@@ -27,6 +27,8 @@ pub enum StoreError {
     AlreadyInstalled { name: String, path: PathBuf },
     #[error("another process is installing or removing '{name}' (lock {} is held)", lock.display())]
     InstallInProgress { name: String, lock: PathBuf },
+    #[error("installing '{name}': no model file was given")]
+    NoModelFile { name: String },
     #[error("{} is not a file", path.display())]
     SourceNotAFile { path: PathBuf },
     #[error("not enough disk space: need {}, have {} at {}", ByteSize(*needed), ByteSize(*available), path.display())]

@@ -5,15 +5,16 @@ use std::{
 
 use super::StoreError;
 
-/// An exclusive advisory lock on one model name, held while installing or removing it.
+/// An exclusive advisory lock on one model name, held while installing or removing it (or on
+/// one download, while writing it).
 /// The OS releases it when the process dies, so a crashed install never blocks the next one.
-pub(crate) struct InstallLock {
+pub struct InstallLock {
     _file: File,
 }
 
 impl InstallLock {
     /// The lock, or `None` when another holder has it.
-    pub(crate) fn try_acquire(lock_path: &Path) -> Result<Option<InstallLock>, StoreError> {
+    pub fn try_acquire(lock_path: &Path) -> Result<Option<InstallLock>, StoreError> {
         let file = open_lock_file(lock_path)?;
         match file.try_lock() {
             Ok(()) => Ok(Some(InstallLock { _file: file })),

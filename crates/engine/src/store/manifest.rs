@@ -35,6 +35,19 @@ pub struct ModelManifest {
     pub quantization: Option<String>,
     /// When it was installed, in seconds since the Unix epoch.
     pub added_unix_seconds: u64,
+    /// The parts after the first of a split GGUF (`-00002-of-00003.gguf`…), in order, beside
+    /// `file_name` (the first part).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub split_parts: Vec<ManifestFile>,
+}
+
+/// One more file of an installed model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestFile {
+    pub file_name: String,
+    /// Lowercase hex.
+    pub sha256: String,
+    pub size: u64,
 }
 
 impl ModelManifest {
@@ -58,11 +71,20 @@ impl ModelManifest {
                 manifest.name
             )));
         }
-        if !is_plain_file_name(&manifest.file_name) {
-            return Err(bad(format!("file name {:?} is not a plain file name", manifest.file_name)));
+        for file in manifest.files() {
+            if !is_plain_file_name(&file.file_name) {
+                return Err(bad(format!("file name {:?} is not a plain file name", file.file_name)));
+            }
+            parse_sha256(&file.sha256).map_err(|error| bad(error.to_string()))?;
         }
-        parse_sha256(&manifest.sha256).map_err(|error| bad(error.to_string()))?;
         Ok(manifest)
+    }
+
+    /// The model's files: the model file, then the other parts of a split GGUF.
+    pub fn files(&self) -> Vec<ManifestFile> {
+        let first =
+            ManifestFile { file_name: self.file_name.clone(), sha256: self.sha256.clone(), size: self.size };
+        std::iter::once(first).chain(self.split_parts.iter().cloned()).collect()
     }
 
     /// Writes the manifest into `model_dir` and flushes it to disk.

@@ -8,9 +8,11 @@ use super::{
     disk_space::ensure_free_space,
     location::default_root,
     lock::InstallLock,
+    manifest::ManifestFile,
     manifest::ModelManifest,
     names::{check_model_name, is_plain_file_name},
     staging::{Expected, Staging},
+    verified_file::VerifiedFile,
     StoreError,
 };
 
@@ -47,7 +49,7 @@ impl ModelStore {
     /// installs left behind.
     pub fn open(root: impl Into<PathBuf>) -> Result<ModelStore, StoreError> {
         let store = ModelStore { root: root.into() };
-        for dir in [store.models_dir(), store.tmp_dir(), store.locks_dir()] {
+        for dir in [store.models_dir(), store.tmp_dir(), store.locks_dir(), store.downloads_dir()] {
             fs::create_dir_all(&dir).map_err(StoreError::io("creating", &dir))?;
         }
         store.remove_abandoned_staging();
@@ -148,6 +150,57 @@ impl ModelStore {
         staging.commit(writer, &expected, source)
     }
 
+    /// Moves downloaded files into the store as `name`: the first is the model file, the rest
+    /// the other parts of a split GGUF, in order. Each must lie on the store's filesystem
+    /// (under `downloads_dir`) and has been checked against its publisher's sha256 by the
+    /// caller, which computed `sha256` while writing it.
+    pub fn install_verified(
+        &self,
+        name: &str,
+        files: &[VerifiedFile],
+        source: String,
+    ) -> Result<InstalledModel, StoreError> {
+        check_model_name(name)?;
+        let entries: Vec<ManifestFile> = files.iter().map(VerifiedFile::manifest_entry).collect();
+        let Some((first, split_parts)) = entries.split_first() else {
+            return Err(StoreError::NoModelFile { name: name.to_string() });
+        };
+        for file in files {
+            if !is_plain_file_name(&file.file_name) {
+                return Err(StoreError::InvalidName {
+                    name: file.file_name.clone(),
+                    reason: "a model file name is one plain path component",
+                });
+            }
+            parse_sha256(&file.sha256)?;
+            let size = fs::metadata(&file.path).map_err(StoreError::io("reading", &file.path))?.len();
+            if size != file.size {
+                return Err(StoreError::SizeMismatch {
+                    what: file.path.display().to_string(),
+                    expected: file.size,
+                    actual: size,
+                });
+            }
+        }
+        let lock = self.lock(name)?;
+        let model_dir = self.model_dir(name);
+        if model_dir.exists() {
+            return Err(StoreError::AlreadyInstalled { name: name.to_string(), path: model_dir });
+        }
+        let staging = Staging::begin(self, name, &lock)?;
+        for file in files {
+            staging.adopt_model_file(&file.path, &file.file_name)?;
+        }
+        let what = format!("{name} from {source}");
+        staging.commit_checked(first.clone(), split_parts.to_vec(), &what, source)
+    }
+
+    /// Where downloads in progress keep their partial files: on the store's filesystem, so a
+    /// finished one moves into the store with a rename.
+    pub fn downloads_dir(&self) -> PathBuf {
+        self.root.join("downloads")
+    }
+
     /// Uninstalls `name`: its directory leaves the store in one rename, then is deleted.
     pub fn remove(&self, name: &str) -> Result<(), StoreError> {
         check_model_name(name)?;
@@ -162,20 +215,19 @@ impl ModelStore {
         Staging::begin(self, name, &lock)?.take_out(&model_dir)
     }
 
-    /// Checks an installed model's file against its manifest's size and sha256.
+    /// Checks an installed model's files against its manifest's sizes and sha256s.
     pub fn verify(&self, model: &InstalledModel) -> Result<(), StoreError> {
-        let what = model.path.display().to_string();
-        let size = fs::metadata(&model.path).map_err(StoreError::io("reading", &model.path))?.len();
-        if size != model.manifest.size {
-            return Err(StoreError::SizeMismatch { what, expected: model.manifest.size, actual: size });
-        }
-        let sha256 = hash_file(&model.path).map_err(StoreError::io("reading", &model.path))?;
-        if sha256 != model.manifest.sha256 {
-            return Err(StoreError::ChecksumMismatch {
-                what,
-                expected: model.manifest.sha256.clone(),
-                actual: sha256,
-            });
+        for file in model.manifest.files() {
+            let path = model.dir.join(&file.file_name);
+            let what = path.display().to_string();
+            let size = fs::metadata(&path).map_err(StoreError::io("reading", &path))?.len();
+            if size != file.size {
+                return Err(StoreError::SizeMismatch { what, expected: file.size, actual: size });
+            }
+            let sha256 = hash_file(&path).map_err(StoreError::io("reading", &path))?;
+            if sha256 != file.sha256 {
+                return Err(StoreError::ChecksumMismatch { what, expected: file.sha256, actual: sha256 });
+            }
         }
         Ok(())
     }

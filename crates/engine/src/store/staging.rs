@@ -14,8 +14,11 @@ use std::{
 use sha2::{Digest, Sha256};
 
 use super::{
-    checksum::to_hex, gguf_summary::summarize, lock::InstallLock, manifest::ModelManifest, InstalledModel,
-    ModelStore, StoreError,
+    checksum::to_hex,
+    gguf_summary::summarize,
+    lock::InstallLock,
+    manifest::{ManifestFile, ModelManifest},
+    InstalledModel, ModelStore, StoreError,
 };
 
 const COPY_CHUNK: usize = 1 << 20;
@@ -87,6 +90,11 @@ impl<'a> Staging<'a> {
         fs::rename(model_dir, &graveyard).map_err(StoreError::io("moving out", model_dir))
     }
 
+    /// Moves `src` (a file on the store's filesystem) into the staged model as `file_name`.
+    pub(crate) fn adopt_model_file(&self, src: &Path, file_name: &str) -> Result<(), StoreError> {
+        fs::rename(src, self.staged_model_dir().join(file_name)).map_err(StoreError::io("moving", src))
+    }
+
     /// Checks the finished file, writes its manifest and moves the model into place,
     /// replacing an installed copy of the same name.
     pub(crate) fn commit(
@@ -96,7 +104,7 @@ impl<'a> Staging<'a> {
         source: String,
     ) -> Result<InstalledModel, StoreError> {
         let file_name = writer.file_name.clone();
-        let (sha256, size, staged_file) = writer.finish()?;
+        let (sha256, size) = writer.finish()?;
         if let Some(expected_size) = expected.size.filter(|&expected_size| expected_size != size) {
             return Err(StoreError::SizeMismatch {
                 what: expected.what.to_string(),
@@ -111,21 +119,34 @@ impl<'a> Staging<'a> {
                 actual: sha256,
             });
         }
-        let summary = summarize(&staged_file)
-            .map_err(|source| StoreError::NotAModel { what: expected.what.to_string(), source })?;
+        self.commit_checked(ManifestFile { file_name, sha256, size }, Vec::new(), expected.what, source)
+    }
+
+    /// Writes the manifest of the staged files (already checked) and moves the model into
+    /// place, replacing an installed copy of the same name.
+    pub(crate) fn commit_checked(
+        self,
+        first: ManifestFile,
+        split_parts: Vec<ManifestFile>,
+        what: &str,
+        source: String,
+    ) -> Result<InstalledModel, StoreError> {
+        let staged_dir = self.staged_model_dir();
+        let summary = summarize(&staged_dir.join(&first.file_name))
+            .map_err(|source| StoreError::NotAModel { what: what.to_string(), source })?;
         let manifest = ModelManifest {
             name: self.name.clone(),
-            file_name,
-            sha256,
-            size,
+            file_name: first.file_name,
+            sha256: first.sha256,
+            size: first.size,
             source,
             architecture: summary.architecture,
             quantization: summary.quantization,
             added_unix_seconds: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |since| since.as_secs()),
+            split_parts,
         };
-        let staged_dir = self.staged_model_dir();
         manifest.write(&staged_dir)?;
         sync_dir(&staged_dir)?;
         let model_dir = self.store.model_dir(&self.name);
@@ -184,14 +205,14 @@ impl ModelFileWriter {
         }
     }
 
-    /// Flushes the file to disk: (sha256, size, path).
-    fn finish(self) -> Result<(String, u64, PathBuf), StoreError> {
+    /// Flushes the file to disk: (sha256, size).
+    fn finish(self) -> Result<(String, u64), StoreError> {
         let file = self
             .file
             .into_inner()
             .map_err(|error| StoreError::io("writing", &self.path)(error.into_error()))?;
         file.sync_all().map_err(StoreError::io("syncing", &self.path))?;
-        Ok((to_hex(&self.hasher.finalize()), self.written, self.path))
+        Ok((to_hex(&self.hasher.finalize()), self.written))
     }
 }
 

@@ -1,0 +1,150 @@
+//! `doppler models search | files | pull`: GGUF models from the Hugging Face Hub
+//! (`HF_ENDPOINT`, `HF_TOKEN`).
+
+use std::cell::RefCell;
+
+use anyhow::{Context, Result};
+use doppler_engine::store::{ByteSize, ModelStore};
+use doppler_store::{
+    download::{CancelToken, RetryPolicy},
+    hub::{HubClient, HubConfig},
+    pull,
+    quant::{gguf_choices, recommend, Fit, GgufChoice},
+    PullEvent, PullOutcome, PullRequest, Selection,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+fn client() -> Result<HubClient> {
+    HubClient::new(HubConfig::from_env()).context("setting up the Hugging Face Hub client")
+}
+
+pub fn search(query: &str, limit: usize, json: bool) -> Result<()> {
+    let models = client()?.search(query, limit)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&models)?);
+        return Ok(());
+    }
+    if models.is_empty() {
+        eprintln!("no GGUF models match '{query}'");
+    }
+    for model in &models {
+        let downloads =
+            model.downloads.map_or_else(String::new, |downloads| format!("{downloads} downloads"));
+        println!("{:<60}  {downloads}", model.id);
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct ListedChoice<'c> {
+    #[serde(flatten)]
+    choice: &'c GgufChoice,
+    /// Against `--budget`, when given (the file size stands for the memory need for now).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fit: Option<Fit>,
+    recommended: bool,
+}
+
+pub fn files(repo: &str, revision: &str, budget: Option<u64>, json: bool) -> Result<()> {
+    let files = client()?.list_files(repo, revision)?;
+    let choices = gguf_choices(&files);
+    let needed = |choice: &GgufChoice| choice.size;
+    let recommended = budget.and_then(|budget| recommend(&choices, budget, needed));
+    let listed: Vec<ListedChoice> = choices
+        .iter()
+        .map(|choice| ListedChoice {
+            choice,
+            fit: budget.map(|budget| Fit::of(needed(choice), budget)),
+            recommended: recommended.is_some_and(|best| std::ptr::eq(best, choice)),
+        })
+        .collect();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&listed)?);
+        return Ok(());
+    }
+    if listed.is_empty() {
+        eprintln!("{repo} has no GGUF model files");
+        return Ok(());
+    }
+    let label_width = choices.iter().map(|choice| choice.label().len()).max().unwrap_or(0).max(5);
+    println!("{:<label_width$}  {:>9}  {:<8}  FILES", "QUANT", "SIZE", "FIT");
+    for entry in &listed {
+        let fit = entry.fit.map_or("-", Fit::as_str);
+        let marker = if entry.recommended { " (recommended)" } else { "" };
+        let names: Vec<&str> = entry.choice.files.iter().map(|file| file.path.as_str()).collect();
+        println!(
+            "{:<label_width$}  {:>9}  {fit:<8}  {}{marker}",
+            entry.choice.label(),
+            ByteSize(entry.choice.size).to_string(),
+            names.join(" ")
+        );
+    }
+    Ok(())
+}
+
+pub struct PullArgs {
+    pub repo: String,
+    pub revision: String,
+    pub file: Option<String>,
+    pub quant: Option<String>,
+    pub name: Option<String>,
+}
+
+/// Progress on stderr (a bar on a terminal); the installed model on stdout.
+pub fn pull_model(store: &ModelStore, args: PullArgs) -> Result<()> {
+    let selection = match (args.file, args.quant) {
+        (Some(file), _) => Selection::File(file),
+        (None, Some(quant)) => Selection::Quant(quant),
+        (None, None) => Selection::Only,
+    };
+    let request = PullRequest { repo: args.repo, revision: args.revision, selection, name: args.name };
+    let bar: RefCell<Option<ProgressBar>> = RefCell::new(None);
+    let say = |line: String| match bar.borrow().as_ref() {
+        Some(bar) => bar.suspend(|| eprintln!("{line}")),
+        None => eprintln!("{line}"),
+    };
+    let mut on_event = |event: PullEvent| match event {
+        PullEvent::Chosen { name, files, total } => {
+            say(format!("{name}: {} ({})", files.join(", "), ByteSize(total)));
+            *bar.borrow_mut() = Some(new_bar(&name, total));
+        }
+        PullEvent::Resumed { file, from } => say(format!("{file}: resuming after {}", ByteSize(from))),
+        PullEvent::Progress { done, .. } => {
+            if let Some(bar) = bar.borrow().as_ref() {
+                bar.set_position(done);
+            }
+        }
+        PullEvent::Retrying { file, attempt, wait, reason } => {
+            say(format!("{file}: {reason}; retry {attempt} in {:.1} s", wait.as_secs_f64()))
+        }
+        PullEvent::Installing { name } => {
+            if let Some(bar) = bar.borrow_mut().take() {
+                bar.finish_and_clear();
+            }
+            say(format!("{name}: installing"));
+        }
+    };
+    let result =
+        pull(&client()?, store, &request, &RetryPolicy::default(), &CancelToken::new(), &mut on_event);
+    if let Some(bar) = bar.borrow_mut().take() {
+        bar.abandon();
+    }
+    let outcome = result?;
+    let model = outcome.model();
+    let verb = match outcome {
+        PullOutcome::Installed(_) => "installed",
+        PullOutcome::AlreadyInstalled(_) => "already installed:",
+    };
+    println!("{verb} {} ({}) at {}", model.name(), ByteSize(model.manifest.size), model.path.display());
+    Ok(())
+}
+
+fn new_bar(name: &str, total: u64) -> ProgressBar {
+    let style = ProgressStyle::with_template(
+        "{prefix}: [{wide_bar}] {decimal_bytes}/{decimal_total_bytes} {decimal_bytes_per_sec} ETA {eta}",
+    )
+    .expect("a valid progress template")
+    .progress_chars("=> ");
+    ProgressBar::new(total).with_style(style).with_prefix(name.to_string())
+}
