@@ -7,5 +7,6 @@ pub mod models;
 pub mod perplexity;
 pub mod run;
 pub mod sampling_args;
+pub mod serve;
 pub mod synth;
 pub mod tokenize;

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::AppPaths;
 use crate::core::{
     chat::ChatService,
-    engine::EngineWorker,
+    engine::{EngineWorker, MAX_WAITING_REPLIES},
     models::ModelCatalog,
     storage::{Database, OpenError},
 };
@@ -60,7 +60,7 @@ impl AppState {
             });
         }
         let db = Arc::new(opened.database);
-        let worker = Arc::new(EngineWorker::spawn(engine));
+        let worker = Arc::new(EngineWorker::spawn(engine, MAX_WAITING_REPLIES));
         let models = ModelCatalog::new(store, worker.clone());
         if let Some(reason) = models.unavailable_reason() {
             notices.push(StartupNotice::ModelStoreUnavailable { reason: reason.to_string() });
