@@ -20,7 +20,7 @@ pub use api_error::ApiError;
 pub use generation::Worker;
 pub use handlers::router;
 pub use metrics::Metrics;
-pub use serve::{check_host, run, ServeError, ServeOptions};
+pub use serve::{check_host, run, serve, ServeError, ServeOptions};
 
 /// Requests may wait behind the running one at most; more get 429.
 pub const DEFAULT_MAX_WAITING: usize = 16;

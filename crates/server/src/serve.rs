@@ -69,18 +69,26 @@ pub fn run(options: ServeOptions, on_listening: impl FnOnce(SocketAddr)) -> Resu
             .await
             .map_err(|source| ServeError::Bind { address, source })?;
         on_listening(listener.local_addr()?);
-        axum::serve(listener, router(state))
-            .with_graceful_shutdown(async {
-                // Without a signal handler there is nothing to wait for but the process's end.
-                if tokio::signal::ctrl_c().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            })
-            .await?;
+        let ctrl_c = async {
+            // Without a signal handler there is nothing to wait for but the process's end.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        serve(listener, router(state), ctrl_c).await?;
         Ok(())
     });
     worker.shutdown(SHUTDOWN_GRACE);
     served
+}
+
+/// Answers on `listener` until `shutdown` completes, then lets running requests finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
 }
 
 #[cfg(test)]
