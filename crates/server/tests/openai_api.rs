@@ -330,6 +330,16 @@ async fn the_openai_api_over_loopback() {
     let cancelled_tokens = generated_tokens(&s).await - generated_before - waited_tokens;
     assert!(cancelled_tokens < 400, "the abandoned stream stopped early ({cancelled_tokens} tokens)");
 
+    // A client that gives up on a whole (unstreamed) answer cancels it too.
+    let generated_before = generated_tokens(&s).await;
+    let impatient = Client::builder().timeout(Duration::from_millis(500)).build().unwrap();
+    let gave_up =
+        impatient.post(format!("{}/v1/chat/completions", s.open)).json(&chat(400, false)).send().await;
+    assert!(gave_up.is_err_and(|error| error.is_timeout()));
+    s.wait_for_queue(0, 0).await;
+    let cancelled_tokens = generated_tokens(&s).await - generated_before;
+    assert!(cancelled_tokens < 400, "the abandoned request stopped early ({cancelled_tokens} tokens)");
+
     // Metrics.
     let metrics = s.get("/metrics").await.text().await.unwrap();
     assert!(
