@@ -12,7 +12,7 @@ APP := target/release/doppler-app
 SEED_TOOL := target/release/examples/seed_conversation
 TAURI_DRIVER := $(CURDIR)/target/tools/bin/tauri-driver
 
-.PHONY: test lint cross-check test-engine e2e run chat build models test-models check-system app app-deps ui test-ui tauri-driver
+.PHONY: test lint cross-check test-engine e2e run chat build models test-models check-system app app-deps ui test-ui tauri-driver test-openai-client
 
 ## Everything: style and lints, the other platforms type-checked, the engine and CLI (on
 ## lavapipe where there is no GPU), then the app.
@@ -33,6 +33,14 @@ cross-check:
 ## Builds the desktop app and opens its window (it fetches the default model on first run).
 run: app
 	$(APP)
+
+## `doppler serve` checked with the official `openai` Python client (pip, in a venv under target/).
+OPENAI_VENV := target/openai-venv
+test-openai-client: check-system
+	$(CARGO) build --release -p doppler-cli
+	test -x $(OPENAI_VENV)/bin/python || python3 -m venv $(OPENAI_VENV)
+	$(OPENAI_VENV)/bin/pip install --quiet openai
+	$(OPENAI_VENV)/bin/python tests/openai_client/check.py $(DOPPLER) tests/data/hf/llama3/model.gguf
 
 ## Builds the CLI and chats with Gemma 3 270M in the terminal.
 chat: models

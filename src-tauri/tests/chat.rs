@@ -11,7 +11,7 @@ use doppler_app::core::{
     chat::{ChatService, GenerationEvent, GenerationSink, ReplyTarget},
     engine::{
         EngineWorker, GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest,
-        LoadFailure, LoadObserver, LoadRequest, ModelState,
+        LoadFailure, LoadObserver, LoadRequest, ModelState, Prompt, ReplyKey, MAX_WAITING_REPLIES,
     },
     storage::{ConversationSettings, Database, FinishReason, Role},
 };
@@ -137,7 +137,7 @@ impl Harness {
     fn new(path: PathBuf) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Database::open(&dir.path().join("conversations.sqlite3")).unwrap().database);
-        let worker = Arc::new(EngineWorker::spawn(EngineOptions::default()));
+        let worker = Arc::new(EngineWorker::spawn(EngineOptions::default(), MAX_WAITING_REPLIES));
         let info = load(&worker, MODEL, path, Some(512)).expect("SmolLM2 loads");
         assert_eq!(info.architecture, "llama");
         assert_eq!(info.context_len, 512);
@@ -269,8 +269,13 @@ fn a_second_request_waits_in_a_visible_queue() {
     let queue = h.worker.queue();
     assert_eq!(queue.running.map(|r| r.generation_id), Some(first.generation_id));
     assert_eq!(
-        queue.waiting.iter().map(|w| (w.generation_id, w.conversation_id)).collect::<Vec<_>>(),
+        queue.waiting.iter().map(|w| (w.generation_id, w.key.conversation_id)).collect::<Vec<_>>(),
         [(second.generation_id, b), (third.generation_id, c)]
+    );
+    assert_eq!(
+        serde_json::to_value(&queue.waiting[0]).unwrap(),
+        serde_json::json!({ "generationId": second.generation_id, "conversationId": b }),
+        "the UI reads the queue in this shape"
     );
 
     // Leaving the queue: nothing is generated or saved, and the one behind moves up.
@@ -415,21 +420,24 @@ impl GenerationObserver for Outcome {
 #[test]
 fn shutting_down_stops_the_running_generation_and_refuses_new_ones() {
     let Some(path) = smollm2_path() else { return };
-    let worker = EngineWorker::spawn(EngineOptions::default());
+    let worker = EngineWorker::spawn(EngineOptions::default(), MAX_WAITING_REPLIES);
     load(&worker, MODEL, path, Some(256)).unwrap();
     let request = |text: &str| GenerationRequest {
         model_id: MODEL.into(),
         owner: "main".into(),
-        conversation_id: 1,
-        messages: vec![doppler_engine::ChatMessage::user(text)],
+        key: ReplyKey { conversation_id: 1 },
+        prompt: Prompt::Chat(vec![doppler_engine::ChatMessage::user(text)]),
         options: GenerateOptions { max_tokens: 200, ..GenerateOptions::default() },
     };
     let (running_sender, running) = mpsc::channel();
     let tokens = Arc::new(Collector::default());
-    worker.generate(request("Tell me a long story."), Box::new(Outcome(running_sender, tokens.clone())));
+    worker
+        .generate(request("Tell me a long story."), Box::new(Outcome(running_sender, tokens.clone())))
+        .unwrap();
     let (queued_sender, queued) = mpsc::channel();
     worker
-        .generate(request("And another."), Box::new(Outcome(queued_sender, Arc::new(Collector::default()))));
+        .generate(request("And another."), Box::new(Outcome(queued_sender, Arc::new(Collector::default()))))
+        .unwrap();
     tokens.wait_for_tokens(2);
 
     worker.shutdown(Duration::from_secs(30));
@@ -438,6 +446,8 @@ fn shutting_down_stops_the_running_generation_and_refuses_new_ones() {
     assert!(finished.starts_with("finished Cancelled"), "{finished}");
 
     let (late_sender, late) = mpsc::channel();
-    worker.generate(request("Too late."), Box::new(Outcome(late_sender, Arc::new(Collector::default()))));
+    worker
+        .generate(request("Too late."), Box::new(Outcome(late_sender, Arc::new(Collector::default()))))
+        .unwrap();
     assert_eq!(late.recv_timeout(WAIT).unwrap(), "cancelled while queued");
 }

@@ -33,6 +33,8 @@ enum Command {
     Logits(commands::logits::LogitsArgs),
     /// Write a synthetic GGUF model with random weights in llama.cpp's Q4_K_M mix.
     Synth(commands::synth::SynthArgs),
+    /// Serve a model over an OpenAI-compatible HTTP API.
+    Serve(commands::serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run(args),
         Command::Synth(args) => commands::synth::run(args),
         Command::Logits(args) => commands::logits::run(args),
+        Command::Serve(args) => commands::serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,5 +8,6 @@ pub mod models_hub;
 pub mod perplexity;
 pub mod run;
 pub mod sampling_args;
+pub mod serve;
 pub mod synth;
 pub mod tokenize;

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::AppPaths;
 use crate::core::{
     chat::ChatService,
-    engine::EngineWorker,
+    engine::{EngineWorker, MAX_WAITING_REPLIES},
     models::ModelCatalog,
     storage::{Database, OpenError},
 };
@@ -65,7 +65,7 @@ impl AppState {
         if let Err(error) = db.mark_interrupted_replies() {
             tracing::warn!(%error, "could not mark interrupted replies");
         }
-        let worker = Arc::new(EngineWorker::spawn(engine));
+        let worker = Arc::new(EngineWorker::spawn(engine, MAX_WAITING_REPLIES));
         let models = ModelCatalog::new(store, worker.clone());
         if let Some(reason) = models.unavailable_reason() {
             notices.push(StartupNotice::ModelStoreUnavailable { reason: reason.to_string() });

@@ -56,4 +56,6 @@ pub enum ChatError {
     NotAUserMessage(crate::core::storage::MessageId),
     #[error("no model is selected; pick one in the model picker")]
     NoModel,
+    #[error(transparent)]
+    QueueFull(#[from] crate::core::engine::QueueFull),
 }

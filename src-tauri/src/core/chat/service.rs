@@ -5,7 +5,7 @@ use std::{
 
 use super::{prompt, reply_observer::ReplyObserver, ChatError, GenerationSink, SendReceipt};
 use crate::core::{
-    engine::{EngineWorker, GenerationId, GenerationRequest},
+    engine::{EngineWorker, GenerationId, GenerationRequest, Prompt, ReplyKey},
     storage::{ConversationId, Database, MessageId, Role},
 };
 
@@ -93,8 +93,8 @@ impl ChatService {
         let request = GenerationRequest {
             model_id: target.model_id.clone(),
             owner: target.owner,
-            conversation_id,
-            messages: prompt::chat_messages(&conversation.settings.system_prompt, &branch),
+            key: ReplyKey { conversation_id },
+            prompt: Prompt::Chat(prompt::chat_messages(&conversation.settings.system_prompt, &branch)),
             options: prompt::generate_options(&conversation.settings, fresh_seed()),
         };
         let observer = ReplyObserver::new(
@@ -104,7 +104,7 @@ impl ChatService {
             user_message_id,
             target.model_id,
         );
-        Ok(self.worker.generate(request, Box::new(observer)))
+        Ok(self.worker.generate(request, Box::new(observer))?)
     }
 }
 

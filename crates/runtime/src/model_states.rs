@@ -27,7 +27,7 @@ pub enum ModelState {
 
 /// The state of every model the worker was asked about; absent means not loaded.
 #[derive(Default)]
-pub(super) struct ModelStates(Mutex<HashMap<String, ModelState>>);
+pub(crate) struct ModelStates(Mutex<HashMap<String, ModelState>>);
 
 impl ModelStates {
     pub fn set(&self, model_id: &str, state: ModelState) {

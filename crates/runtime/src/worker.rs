@@ -3,7 +3,7 @@ use std::{
     panic::{self, AssertUnwindSafe},
     sync::{
         atomic::{AtomicU64, Ordering},
-        Arc, Mutex,
+        mpsc, Arc, Mutex,
     },
     thread::{self, JoinHandle},
     time::{Duration, Instant},
@@ -12,26 +12,28 @@ use std::{
 use doppler_engine::{CancelToken, Engine, EngineOptions, LoadOptions, ModelInfo, Session};
 
 use super::{
-    job_queue::{GenerationId, GenerationJob, Job, JobQueue, QueueView},
+    job_queue::{GenerationId, GenerationJob, Job, JobQueue, QueueFull, QueueView, Refused},
     model_states::{ModelState, ModelStates},
     requests::{
         GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest, LoadFailure,
-        LoadObserver, LoadRequest,
+        LoadObserver, LoadRequest, Prompt,
     },
 };
 
-/// The handle the app keeps: queues work for the worker thread, which owns the GPU.
-pub struct EngineWorker {
-    queue: Arc<JobQueue>,
+/// The handle callers keep: queues work for the worker thread, which owns the GPU.
+/// `K` is the callers' key for a generation (a conversation id, a request id).
+pub struct EngineWorker<K> {
+    queue: Arc<JobQueue<K>>,
     states: Arc<ModelStates>,
     next_generation: AtomicU64,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-impl EngineWorker {
-    /// Starts the worker thread; it opens the GPU when the first model loads.
-    pub fn spawn(options: EngineOptions) -> EngineWorker {
-        let queue = Arc::new(JobQueue::default());
+impl<K: Clone + Send + 'static> EngineWorker<K> {
+    /// Starts the worker thread; it opens the GPU when the first model loads. At most
+    /// `max_waiting` generations wait behind the running job; more are refused.
+    pub fn spawn(options: EngineOptions, max_waiting: usize) -> EngineWorker<K> {
+        let queue = Arc::new(JobQueue::new(max_waiting));
         let states = Arc::new(ModelStates::default());
         let thread = WorkerThread { options, engine: None, sessions: HashMap::new(), states: states.clone() };
         let worker_queue = queue.clone();
@@ -45,35 +47,56 @@ impl EngineWorker {
     /// Loads a model file and keeps it on the GPU under `request.model_id`.
     pub fn load(&self, request: LoadRequest, observer: Box<dyn LoadObserver>) {
         self.states.set(&request.model_id, ModelState::Queued);
-        self.submit(Job::Load { request, observer });
+        self.submit_control(Job::Load { request, observer });
+    }
+
+    /// Loads a model and waits for the worker to finish it (or refuse it).
+    pub fn load_and_wait(&self, request: LoadRequest) -> Result<ModelInfo, LoadFailure> {
+        let (sender, result) = mpsc::channel();
+        self.load(request, Box::new(LoadResult(sender)));
+        // The worker always reports a load's end, so the channel closes only if it panicked.
+        result.recv().unwrap_or(Err(LoadFailure::ShuttingDown))
     }
 
     /// Frees a loaded model once the jobs queued before this are done; `done` runs then.
     pub fn unload(&self, model_id: String, done: Box<dyn FnOnce() + Send>) {
         self.states.set(&model_id, ModelState::Unloading);
-        self.submit(Job::Unload { model_id, done });
+        self.submit_control(Job::Unload { model_id, done });
     }
 
-    /// Queues a generation; the observer hears of its place in the queue, its tokens and its end.
+    /// Queues a generation at the back; the observer hears of its place in the queue, its
+    /// tokens and its end. A full queue refuses it at once, without a word to the observer.
     pub fn generate(
         &self,
-        request: GenerationRequest,
+        request: GenerationRequest<K>,
         observer: Box<dyn GenerationObserver>,
-    ) -> GenerationId {
+    ) -> Result<GenerationId, QueueFull> {
         let id = self.next_generation.fetch_add(1, Ordering::Relaxed);
-        self.submit(Job::Generate(GenerationJob { id, request, cancel: CancelToken::new(), observer }));
-        id
+        match self.queue.push(Job::Generate(GenerationJob {
+            id,
+            request,
+            cancel: CancelToken::new(),
+            observer,
+        })) {
+            Ok(()) => Ok(id),
+            Err(Refused::Closed(job)) => {
+                self.refuse(*job);
+                Ok(id)
+            }
+            Err(Refused::Full(_, full)) => Err(full),
+        }
     }
 
-    /// Queues a job; once the app is shutting down, the job is refused instead.
-    fn submit(&self, job: Job) {
-        if let Err(job) = self.queue.push(job) {
+    /// Queues a load or an unload (the bound on waiting generations does not hold them back);
+    /// once the worker is shutting down, the job is refused instead.
+    fn submit_control(&self, job: Job<K>) {
+        if let Err(Refused::Closed(job) | Refused::Full(job, _)) = self.queue.push(job) {
             self.refuse(*job);
         }
     }
 
     /// Tells a job's observer it will not run (it was waiting, or came after shutdown).
-    fn refuse(&self, job: Job) {
+    fn refuse(&self, job: Job<K>) {
         match job {
             Job::Generate(job) => job.observer.finished(GenerationOutcome::CancelledWhileQueued),
             Job::Load { request, observer } => {
@@ -96,14 +119,14 @@ impl EngineWorker {
         }
     }
 
-    /// Stops every generation a window asked for (the window is closing).
+    /// Stops every generation `owner` asked for (its window is closing, its client went away).
     pub fn cancel_owned_by(&self, owner: &str) {
         for job in self.queue.cancel_owned_by(owner) {
             self.refuse(Job::Generate(job));
         }
     }
 
-    pub fn queue(&self) -> QueueView {
+    pub fn queue(&self) -> QueueView<K> {
         self.queue.view()
     }
 
@@ -113,7 +136,7 @@ impl EngineWorker {
     }
 
     /// Cancels everything and waits up to `grace` for the running job to end (a stopped
-    /// generation still reports what it generated, so its reply gets saved).
+    /// generation still reports what it generated, so a caller can keep it).
     pub fn shutdown(&self, grace: Duration) {
         for job in self.queue.close() {
             self.refuse(job);
@@ -133,6 +156,18 @@ impl EngineWorker {
     }
 }
 
+/// Hands a load's end to [`EngineWorker::load_and_wait`].
+struct LoadResult(mpsc::Sender<Result<ModelInfo, LoadFailure>>);
+
+impl LoadObserver for LoadResult {
+    fn progress(&mut self, _fraction: f32, _stage: &str) {}
+
+    fn finished(self: Box<Self>, result: Result<ModelInfo, LoadFailure>) {
+        // The waiter may be gone: nothing to tell then.
+        let _ = self.0.send(result);
+    }
+}
+
 /// State owned by the worker thread.
 struct WorkerThread {
     options: EngineOptions,
@@ -143,7 +178,7 @@ struct WorkerThread {
 }
 
 impl WorkerThread {
-    fn run(mut self, queue: &JobQueue) {
+    fn run<K: Clone>(mut self, queue: &JobQueue<K>) {
         while let Some(job) = queue.next() {
             match job {
                 Job::Load { request, mut observer } => {
@@ -217,9 +252,9 @@ impl WorkerThread {
         Ok(info)
     }
 
-    fn generate(
+    fn generate<K>(
         &mut self,
-        request: &GenerationRequest,
+        request: &GenerationRequest<K>,
         cancel: &CancelToken,
         observer: &mut dyn GenerationObserver,
     ) -> GenerationOutcome {
@@ -230,9 +265,18 @@ impl WorkerThread {
             return GenerationOutcome::Failed(GenerationFailure::ModelNotLoaded(request.model_id.clone()));
         };
         observer.started();
-        match session.generate_chat(&request.messages, &request.options, cancel, &mut |event| {
-            observer.token(&event.text)
-        }) {
+        let mut stream = |event: doppler_engine::TokenEvent| observer.token(&event.text);
+        let result = match &request.prompt {
+            Prompt::Chat(messages) => session.generate_chat(messages, &request.options, cancel, &mut stream),
+            Prompt::Text(text) => {
+                let tokenizer = session.model().tokenizer();
+                match tokenizer.encode(text, tokenizer.add_bos()) {
+                    Ok(tokens) => session.generate(&tokens, &request.options, cancel, &mut stream),
+                    Err(error) => Err(error.into()),
+                }
+            }
+        };
+        match result {
             Ok(summary) => GenerationOutcome::Finished(summary),
             Err(error) => GenerationOutcome::Failed(error.into()),
         }

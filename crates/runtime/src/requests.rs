@@ -2,16 +2,23 @@ use std::path::PathBuf;
 
 use doppler_engine::{ChatMessage, GenerateError, GenerateOptions, GenerationSummary, ModelInfo};
 
-use crate::core::storage::ConversationId;
-
-/// One reply to generate.
-pub struct GenerationRequest {
+/// One generation to run; `key` is the caller's name for it (shown in the queue).
+pub struct GenerationRequest<K> {
     pub model_id: String,
-    /// The window that asked: closing it cancels the generation.
+    /// Who asked (a window, a connection): [`crate::EngineWorker::cancel_owned_by`] stops
+    /// everything it asked for.
     pub owner: String,
-    pub conversation_id: ConversationId,
-    pub messages: Vec<ChatMessage>,
+    pub key: K,
+    pub prompt: Prompt,
     pub options: GenerateOptions,
+}
+
+/// What the model continues.
+pub enum Prompt {
+    /// Rendered with the model's chat template; the reply follows.
+    Chat(Vec<ChatMessage>),
+    /// Used as-is: beginning-of-sequence by the model's rule, special tokens parsed.
+    Text(String),
 }
 
 /// Follows one generation; called on the worker thread.
@@ -24,7 +31,7 @@ pub trait GenerationObserver: Send {
 }
 
 pub enum GenerationOutcome {
-    /// Ended by the model, a limit or a stop; a stopped reply holds what was generated.
+    /// Ended by the model, a limit or a stop; a stopped generation holds what was generated.
     Finished(GenerationSummary),
     /// Stopped before it started: nothing was generated.
     CancelledWhileQueued,
@@ -61,6 +68,6 @@ pub enum LoadFailure {
     NoGpu(String),
     #[error("{0}")]
     Model(String),
-    #[error("the app is closing")]
+    #[error("the engine is shutting down")]
     ShuttingDown,
 }

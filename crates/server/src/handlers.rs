@@ -1,0 +1,138 @@
+//! The routes: each handler checks its input and hands it to [`crate::completion`].
+
+use std::sync::Arc;
+
+use axum::{
+    body::Bytes,
+    extract::{rejection::BytesRejection, DefaultBodyLimit, MatchedPath, Request, State},
+    http::{header, StatusCode, Uri},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Json, Router,
+};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::{
+    api_error::ApiError,
+    completion::{answer, Completion, Endpoint},
+    wire_request::{ChatCompletionRequest, CompletionRequest},
+    ServerState,
+};
+
+pub fn router(state: Arc<ServerState>) -> Router {
+    Router::new()
+        .route("/v1/models", get(models))
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/completions", post(completions))
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_api_key))
+        // Open to liveness probes.
+        .route("/health", get(health))
+        .fallback(unknown_path)
+        .layer(DefaultBodyLimit::max(state.body_limit))
+        .layer(middleware::from_fn_with_state(state.clone(), count_request))
+        .with_state(state)
+}
+
+async fn models(State(state): State<Arc<ServerState>>) -> Json<serde_json::Value> {
+    Json(json!({
+        "object": "list",
+        "data": [{ "id": state.model_id, "object": "model", "created": state.started, "owned_by": "doppler" }],
+    }))
+}
+
+async fn chat_completions(
+    State(state): State<Arc<ServerState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: ChatCompletionRequest = parse(&state, body)?;
+    let max_tokens = request.max_tokens()?;
+    let completion = Completion {
+        endpoint: Endpoint::Chat,
+        prompt: request.prompt()?,
+        options: request.generation.options(max_tokens, state.context_len)?,
+        stream: request.generation.stream,
+        include_usage: request.generation.include_usage(),
+        model: request.model,
+    };
+    answer(&state, completion).await
+}
+
+async fn completions(
+    State(state): State<Arc<ServerState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: CompletionRequest = parse(&state, body)?;
+    let max_tokens = request.generation.max_tokens()?;
+    let completion = Completion {
+        endpoint: Endpoint::Text,
+        prompt: request.prompt()?,
+        options: request.generation.options(max_tokens, state.context_len)?,
+        stream: request.generation.stream,
+        include_usage: request.generation.include_usage(),
+        model: request.model,
+    };
+    answer(&state, completion).await
+}
+
+async fn health(State(state): State<Arc<ServerState>>) -> Json<serde_json::Value> {
+    let queue = state.worker.queue();
+    Json(json!({
+        "status": "ok",
+        "model": state.model_id,
+        "running": usize::from(queue.running.is_some()),
+        "waiting": queue.waiting.len(),
+    }))
+}
+
+async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
+    let text = state.metrics.render(&state.worker.queue());
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+async fn unknown_path(uri: Uri) -> ApiError {
+    ApiError::UnknownPath(uri.path().to_string())
+}
+
+fn parse<T: DeserializeOwned>(
+    state: &ServerState,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
+    let body = body.map_err(|rejection| match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge { limit: state.body_limit },
+        _ => ApiError::MalformedBody(rejection.body_text()),
+    })?;
+    serde_json::from_slice(&body).map_err(|error| ApiError::MalformedBody(error.to_string()))
+}
+
+/// With a key set, every route but `/health` wants `Authorization: Bearer <key>`.
+async fn require_api_key(State(state): State<Arc<ServerState>>, request: Request, next: Next) -> Response {
+    if let Some(key) = &state.api_key {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "));
+        if !given.is_some_and(|given| same_secret(given.as_bytes(), key.as_bytes())) {
+            return ApiError::BadApiKey.into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// Compares without stopping at the first difference, so timing tells nothing of the key.
+fn same_secret(given: &[u8], key: &[u8]) -> bool {
+    given.len() == key.len() && given.iter().zip(key).fold(0, |diff, (a, b)| diff | (a ^ b)) == 0
+}
+
+async fn count_request(State(state): State<Arc<ServerState>>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |path| path.as_str().to_string());
+    let response = next.run(request).await;
+    state.metrics.request_answered(&route, response.status().as_u16());
+    response
+}
