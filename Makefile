@@ -16,7 +16,7 @@ TAURI_DRIVER := $(CURDIR)/target/tools/bin/tauri-driver
 
 ## Everything: style and lints, the other platforms type-checked, the engine and CLI (on
 ## lavapipe where there is no GPU), then the app.
-test: test-engine test-ui e2e lint cross-check
+test: test-engine test-ui e2e test-openai-client lint cross-check
 
 ## One style and no lint warnings, across every crate and every test.
 lint: check-system app-deps
@@ -36,8 +36,7 @@ run: app
 
 ## `doppler serve` checked with the official `openai` Python client (pip, in a venv under target/).
 OPENAI_VENV := target/openai-venv
-test-openai-client: check-system
-	$(CARGO) build --release -p doppler-cli
+test-openai-client: test-models
 	test -x $(OPENAI_VENV)/bin/python || python3 -m venv $(OPENAI_VENV)
 	$(OPENAI_VENV)/bin/pip install --quiet openai
 	$(OPENAI_VENV)/bin/python tests/openai_client/check.py $(DOPPLER) tests/data/hf/llama3/model.gguf
