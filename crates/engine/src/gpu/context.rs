@@ -1,6 +1,6 @@
 use std::{
     sync::{Arc, Mutex},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use serde::Serialize;
@@ -45,6 +45,8 @@ pub enum GpuError {
 /// How long a wait for the GPU may take before it counts as hung: generous, since a prefill
 /// step of a large model on a CPU adapter (lavapipe) takes many seconds.
 const GPU_WAIT_TIMEOUT: Duration = Duration::from_secs(300);
+/// How often a readback whose submission finished looks again for its map callback.
+const MAP_CALLBACK_POLL_INTERVAL: Duration = Duration::from_millis(2);
 
 /// What wgpu reports outside error scopes: a lost device, and errors no scope caught (wgpu's
 /// default handler would panic on those).
@@ -339,10 +341,23 @@ impl GpuContext {
         slice.map_async(wgpu::MapMode::Read, move |result| {
             let _ = sender.send(result);
         });
+        let deadline = Instant::now() + GPU_WAIT_TIMEOUT;
         self.device
             .poll(wgpu::PollType::Wait { submission_index: submission, timeout: Some(GPU_WAIT_TIMEOUT) })?;
-        self.check_health()?;
-        receiver.try_recv().map_err(|_| GpuError::MapNotCompleted)??;
+        // Another thread polling the same device may have taken this map's callback and not
+        // run it yet, or the map may wait for one more maintenance pass: keep polling until the
+        // callback arrives rather than calling a finished submission a failed map.
+        let mapped = loop {
+            self.check_health()?;
+            match receiver.recv_timeout(MAP_CALLBACK_POLL_INTERVAL) {
+                Ok(result) => break result,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {
+                    self.device.poll(wgpu::PollType::Poll)?;
+                }
+                Err(_) => return Err(GpuError::MapNotCompleted),
+            }
+        };
+        mapped?;
         let bytes = slice.get_mapped_range().map_err(|_| GpuError::MapNotCompleted)?.to_vec();
         staging.unmap();
         Ok(bytes)
