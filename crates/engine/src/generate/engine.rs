@@ -204,6 +204,10 @@ impl LoadedModel {
         &self.ctx
     }
 
+    pub fn weights(&self) -> &ModelWeights {
+        &self.weights
+    }
+
     /// A conversation with its own KV cache, allocated now for the whole context.
     pub fn new_session(self: &Arc<Self>) -> Result<Session, GenerateError> {
         Session::new(self.clone())

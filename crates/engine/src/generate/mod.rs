@@ -1,8 +1,11 @@
-//! Generation: the engine and loaded models, sessions with their own KV cache, prefill and
-//! decode steps, GPU sampling, streaming with stop strings, and cancellation.
+//! Generation: the engine and loaded models, sessions with their own KV cache and step runner
+//! (`session`), the decode scheduler, generation with stop strings and streaming text
+//! (`generation`), and cancellation.
 
 mod cancel;
+mod decode_scheduler;
 mod engine;
+mod generation;
 mod model_file;
 mod profile_sampling;
 mod session;
@@ -10,9 +13,10 @@ mod stop_strings;
 
 pub use cancel::CancelToken;
 pub use engine::{Engine, EngineOptions, LoadOptions, LoadProgress, LoadedModel, ModelInfo};
+pub use generation::{GenerateOptions, GenerationSummary, StopReason, TokenEvent};
 pub use model_file::ModelFile;
 pub use profile_sampling::{ProfileSink, ProfiledStep, StepPhase};
-pub use session::{GenerateOptions, GenerationSummary, Session, StopReason, TokenEvent};
+pub use session::Session;
 pub use stop_strings::{Filtered, StopStringFilter};
 
 use crate::{

@@ -1,85 +1,20 @@
-use std::{
-    collections::VecDeque,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+//! A session: one conversation's KV cache and its recorded forward passes, and the runner of
+//! its steps (prefill batches, decode batches, readbacks, timing). What to run when is the
+//! decode scheduler's and the generation's business.
 
-use serde::Serialize;
+use std::sync::Arc;
 
 use super::{
+    decode_scheduler::{DECODE_BATCHES_IN_FLIGHT, MAX_STEPS_PER_SUBMIT},
     engine::LoadedModel,
     profile_sampling::{ProfileSampler, ProfileSink, StepPhase},
-    stop_strings::StopStringFilter,
-    CancelToken, GenerateError,
+    GenerateError,
 };
 use crate::{
     gpu::{KernelProfiler, KernelTiming, OpList},
-    kernels::{
-        matmul::record_matmul,
-        sampling::{GpuSampler, SamplingParams},
-    },
-    model::ForwardGraph,
-    tokenizer::{encode_chat, ChatMessage, StreamDecoder},
+    kernels::sampling::{GpuSampler, SamplingParams},
+    model::{Activations, ForwardGraph},
 };
-
-/// How to generate.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct GenerateOptions {
-    pub sampling: SamplingParams,
-    pub max_tokens: u32,
-    /// Generation ends when the text contains one of these; it is not part of the output.
-    pub stop: Vec<String>,
-    /// Keep generating past end-of-generation tokens (benchmarks).
-    #[serde(default)]
-    pub ignore_eos: bool,
-}
-
-impl Default for GenerateOptions {
-    fn default() -> Self {
-        Self { sampling: SamplingParams::default(), max_tokens: 256, stop: Vec::new(), ignore_eos: false }
-    }
-}
-
-/// One generated token and the text it completes (possibly empty mid-character).
-#[derive(Debug, Clone, Serialize)]
-pub struct TokenEvent {
-    pub token_id: u32,
-    pub text: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// The model produced an end-of-sequence or end-of-turn token.
-    Eos,
-    MaxTokens,
-    StopString,
-    Cancelled,
-    /// The session's context is full.
-    ContextFull,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct GenerationSummary {
-    pub prompt_tokens: usize,
-    /// Prompt tokens actually run: the rest were already in the KV cache.
-    pub prefilled_tokens: usize,
-    pub generated_tokens: usize,
-    /// The generated token ids, the end-of-generation token included if one ended it.
-    pub tokens: Vec<u32>,
-    pub text: String,
-    pub stop_reason: StopReason,
-    pub time_to_first_token_ms: f64,
-    pub prefill_ms: f64,
-    pub decode_ms: f64,
-    /// CPU time of `decode_ms` spent recording and submitting decode steps: while one batch
-    /// is recorded the GPU runs the one before, so decode is CPU-bound when this nears it.
-    pub decode_recording_ms: f64,
-    /// Queue submits of decode batches (the last ones may have run past the end).
-    pub decode_submits: usize,
-    /// Decode speed after the first token.
-    pub tokens_per_second: f64,
-}
 
 /// A conversation with the model: its own KV cache and recorded forward passes.
 pub struct Session {
@@ -97,33 +32,6 @@ pub struct Session {
     profile_sampler: Option<ProfileSampler>,
     /// Decode steps per submit when fixed; `None` sizes batches by `TARGET_BATCH_TIME`.
     steps_per_submit: Option<usize>,
-    /// Created on the first perplexity evaluation.
-    row_logits: Option<RowLogits>,
-}
-
-/// Decode steps queued in one submit at most (a readback buffer holds one id per step).
-const MAX_STEPS_PER_SUBMIT: usize = 64;
-
-/// How long a decode batch should take when its size is not fixed: long enough to hide the
-/// per-submit costs, short enough that tokens stream smoothly and a stop is heard at once.
-const TARGET_BATCH_TIME: Duration = Duration::from_millis(20);
-
-/// Decode batches queued on the GPU at once: while the CPU waits for one and streams its
-/// tokens, the next are already queued, so the GPU never idles while the CPU encodes. Early
-/// batches are short (they grow from one step) and encoding a step costs the CPU about a
-/// quarter of the GPU's time on it, so more than two keep the GPU fed while they grow. H100,
-/// synthetic Gemma 3 tg128, two rounds: 270M 1,054/1,063 tok/s with 2, 1,074/1,070 with 3,
-/// 1,086/1,091 with 4; 1B 537/541, 544/543, 544/544. A stop is still heard at the first
-/// batch read back; the batches queued after it run out unseen.
-const DECODE_BATCHES_IN_FLIGHT: usize = 4;
-
-/// Decode steps submitted together whose sampled tokens are not read back yet.
-struct DecodeBatch {
-    steps: usize,
-    readback: usize,
-    submission: wgpu::SubmissionIndex,
-    /// The batch is a single step timed for the profile sampler.
-    timed: bool,
 }
 
 impl Session {
@@ -159,7 +67,6 @@ impl Session {
             last_timings: Vec::new(),
             profile_sampler: None,
             steps_per_submit: None,
-            row_logits: None,
         })
     }
 
@@ -208,163 +115,6 @@ impl Session {
         self.graph.size_bytes()
     }
 
-    /// Renders `messages` with the model's chat template and generates the reply.
-    pub fn generate_chat(
-        &mut self,
-        messages: &[ChatMessage],
-        options: &GenerateOptions,
-        cancel: &CancelToken,
-        on_token: &mut dyn FnMut(TokenEvent),
-    ) -> Result<GenerationSummary, GenerateError> {
-        let prompt = encode_chat(&self.model.tokenizer, &self.model.template, messages)?;
-        self.generate(&prompt, options, cancel, on_token)
-    }
-
-    /// Continues the cached conversation with `prompt` (reusing the cached prefix it shares)
-    /// and generates until a stop condition; tokens stream to `on_token` as they come.
-    pub fn generate(
-        &mut self,
-        prompt: &[u32],
-        options: &GenerateOptions,
-        cancel: &CancelToken,
-        on_token: &mut dyn FnMut(TokenEvent),
-    ) -> Result<GenerationSummary, GenerateError> {
-        let context = self.graph.context_len as usize;
-        if prompt.is_empty() {
-            return Err(GenerateError::EmptyPrompt);
-        }
-        self.model.ctx.check_health()?;
-        if prompt.len() >= context {
-            return Err(GenerateError::PromptTooLong { prompt_tokens: prompt.len(), context_len: context });
-        }
-        let started = Instant::now();
-        let reused = self.reusable_prefix(prompt);
-        self.cached.truncate(reused);
-        let fresh = &prompt[reused..];
-
-        let ctx = self.model.ctx.clone();
-        self.sampler.set_params(&ctx.queue, &options.sampling);
-        self.sampler.reset_history(&ctx.queue, prompt);
-        let first = self.prefill(fresh)?;
-        let prefill_ms = started.elapsed().as_secs_f64() * 1e3;
-        // Sampled tokens not yet handed out; every one but the first was also fed to the GPU.
-        let mut sampled = VecDeque::from([first]);
-
-        let mut decoder = StreamDecoder::new(&self.model.tokenizer);
-        let mut stops = StopStringFilter::new(&options.stop);
-        let end_ids = self.model.tokenizer.end_of_generation_ids().to_vec();
-        let mut tokens = Vec::new();
-        let mut text = String::new();
-        let mut in_flight = VecDeque::new();
-        // The input of the next batch to collect, positions fed to the GPU (queued included),
-        // and tokens sampled or queued to be (the first included).
-        let mut batch_input = first;
-        let mut fed = self.cached.len();
-        let mut produced = 1;
-        // Profiling reads one batch's timestamps at a time.
-        let depth = if self.profiler.is_some() { 1 } else { DECODE_BATCHES_IN_FLIGHT };
-        // Steps run past a stop overwrite sliding-window ring slots: the rings keep one
-        // prefill batch spare, so the queued steps must stay within it.
-        let steps_cap = (self.graph.acts.max_tokens as usize / depth).clamp(1, MAX_STEPS_PER_SUBMIT);
-        let fixed_steps = self.steps_per_submit;
-        // Steps read back so far, to size the next batch from the decode speed seen.
-        let mut collected = 0;
-        let mut recording = Duration::ZERO;
-        let mut submits = 0;
-        let decode_started = Instant::now();
-        let stop_reason = loop {
-            let next = match sampled.pop_front() {
-                Some(token) => token,
-                None => {
-                    while in_flight.len() < depth {
-                        let timed = self.profiler.is_none()
-                            && self.profile_sampler.as_ref().is_some_and(|s| s.decode_step_due());
-                        let wanted = fixed_steps.unwrap_or_else(|| match collected {
-                            0 => 1,
-                            _ => {
-                                (TARGET_BATCH_TIME.as_secs_f64() * collected as f64
-                                    / decode_started.elapsed().as_secs_f64())
-                                    as usize
-                            }
-                        });
-                        let steps = if timed { 1 } else { wanted }
-                            .clamp(1, steps_cap)
-                            .min((options.max_tokens as usize).saturating_sub(produced))
-                            .min((context - 1).saturating_sub(fed));
-                        if steps == 0 {
-                            break;
-                        }
-                        let recording_started = Instant::now();
-                        in_flight.push_back(self.submit_decode(steps, timed));
-                        recording += recording_started.elapsed();
-                        submits += 1;
-                        produced += steps;
-                        fed += steps;
-                    }
-                    // Only a full context leaves nothing to queue while a token is still wanted.
-                    let Some(batch) = in_flight.pop_front() else { break StopReason::ContextFull };
-                    let outputs = self.collect_decode(batch_input, batch)?;
-                    collected += outputs.len();
-                    batch_input = *outputs.last().expect("a batch has at least one step");
-                    sampled.extend(outputs);
-                    sampled.pop_front().expect("a batch has at least one step")
-                }
-            };
-            tokens.push(next);
-            if !options.ignore_eos && end_ids.contains(&next) {
-                break StopReason::Eos;
-            }
-            let filtered = stops.push(&decoder.push(next));
-            if !filtered.text.is_empty() || !filtered.stopped {
-                text.push_str(&filtered.text);
-                on_token(TokenEvent { token_id: next, text: filtered.text });
-            }
-            if filtered.stopped {
-                break StopReason::StopString;
-            }
-            if tokens.len() >= options.max_tokens as usize {
-                break StopReason::MaxTokens;
-            }
-            if cancel.is_cancelled() {
-                break StopReason::Cancelled;
-            }
-            if sampled.is_empty() && in_flight.is_empty() && fed + 1 >= context {
-                break StopReason::ContextFull;
-            }
-        };
-        // Tokens decoded ahead of a stop were fed to the GPU but are not part of the
-        // conversation; batches still in flight never entered `cached`.
-        self.cached.truncate(self.cached.len() - sampled.len());
-        if stop_reason != StopReason::StopString {
-            let tail = decoder.finish();
-            let rest = stops.push(&tail).text + &stops.finish();
-            if !rest.is_empty() {
-                text.push_str(&rest);
-                on_token(TokenEvent { token_id: *tokens.last().unwrap_or(&0), text: rest });
-            }
-        }
-        let decode_ms = decode_started.elapsed().as_secs_f64() * 1e3;
-        let decoded_after_first = tokens.len().saturating_sub(1);
-        Ok(GenerationSummary {
-            prompt_tokens: prompt.len(),
-            prefilled_tokens: fresh.len(),
-            generated_tokens: tokens.len(),
-            tokens,
-            text,
-            stop_reason,
-            time_to_first_token_ms: prefill_ms,
-            prefill_ms,
-            decode_ms,
-            decode_recording_ms: recording.as_secs_f64() * 1e3,
-            decode_submits: submits,
-            tokens_per_second: if decode_ms > 0.0 {
-                decoded_after_first as f64 / (decode_ms / 1e3)
-            } else {
-                0.0
-            },
-        })
-    }
-
     /// How much of the cache can serve `prompt`: the shared prefix, as long as rewinding to it
     /// keeps every sliding-window ring intact, and never the whole prompt (its last token must
     /// run to produce logits).
@@ -391,59 +141,6 @@ impl Session {
             sampled = self.run_step(chunk, index == 0)?;
         }
         Ok(sampled)
-    }
-
-    /// Queues `steps` decode steps in one submit, continuing from the token the sampler last
-    /// put in the GPU's input slot: each step's sampled token is fed to the next on the GPU,
-    /// and each is copied out for `collect_decode` to read back once.
-    fn submit_decode(&mut self, steps: usize, timed: bool) -> DecodeBatch {
-        let ctx = self.model.ctx.clone();
-        let steps = steps.min(MAX_STEPS_PER_SUBMIT);
-        let sampled =
-            self.profile_sampler.as_mut().and_then(|sampler| sampler.for_decode_batch(steps, timed));
-        let profiler = self.profiler.as_ref().or(sampled);
-        let readback = self.next_readback;
-        self.next_readback = (readback + 1) % DECODE_BATCHES_IN_FLIGHT;
-        let mut encoder = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("decode steps") });
-        for step in 0..steps {
-            self.graph.decode.encode(&mut encoder, 1, profiler);
-            encoder.copy_buffer_to_buffer(
-                &self.graph.acts.tokens,
-                0,
-                &self.readbacks[readback],
-                step as u64 * 4,
-                4,
-            );
-        }
-        let submission = ctx.queue.submit([encoder.finish()]);
-        DecodeBatch { steps, readback, submission, timed }
-    }
-
-    /// Waits for `batch` (not for batches queued after it) and returns its sampled tokens;
-    /// `input`, the token it started from, and all but its last output enter the cache.
-    fn collect_decode(&mut self, input: u32, batch: DecodeBatch) -> Result<Vec<u32>, GenerateError> {
-        let ctx = self.model.ctx.clone();
-        let bytes = ctx.map_and_read_after(
-            &self.readbacks[batch.readback],
-            batch.steps as u64 * 4,
-            Some(batch.submission.clone()),
-        )?;
-        if let Some(profiler) = &self.profiler {
-            self.last_timings = profiler.read(&ctx)?;
-        }
-        if let (Some(sampler), true) = (self.profile_sampler.as_mut(), batch.timed) {
-            sampler.collect(
-                &ctx,
-                Some(batch.submission),
-                (StepPhase::Decode, self.cached.len() as u32, 1),
-            )?;
-        }
-        let outputs: Vec<u32> = bytemuck::cast_slice(&bytes).to_vec();
-        self.cached.push(input);
-        self.cached.extend_from_slice(&outputs[..batch.steps - 1]);
-        Ok(outputs)
     }
 
     /// Fixes how many decode steps go in one submit (1 = read every token back before the
@@ -523,103 +220,125 @@ impl Session {
         self.prefill(tokens)
     }
 
-    /// Runs `tokens` from an empty cache and returns the logits after the last one.
-    /// For tests and evaluation: generation never reads logits back.
-    pub fn logits_after(&mut self, tokens: &[u32]) -> Result<Vec<f32>, GenerateError> {
-        self.reset();
-        self.prefill(tokens)?;
-        Ok(self.model.ctx.read_f32(&self.graph.acts.logits, self.model.config.vocab_size as usize)?)
-    }
-
-    /// Runs `tokens` from an empty cache and returns, for each position `i >= first_scored`,
-    /// the negative log-likelihood of `tokens[i]` given the tokens before it.
-    pub fn negative_log_likelihoods(
+    /// Rewinds the cache to the longest prefix of `prompt` it can reuse, runs the rest as
+    /// prefill and returns the token sampled after it and how many prompt tokens ran.
+    pub(super) fn prefill_prompt(
         &mut self,
-        tokens: &[u32],
-        first_scored: usize,
-    ) -> Result<Vec<f64>, GenerateError> {
-        if tokens.len() > self.graph.acts.max_tokens as usize {
-            return Err(GenerateError::InvalidRequest(format!(
-                "{} tokens exceed one prefill batch of {}",
-                tokens.len(),
-                self.graph.acts.max_tokens
-            )));
-        }
+        prompt: &[u32],
+        sampling: &SamplingParams,
+    ) -> Result<(u32, usize), GenerateError> {
+        let reused = self.reusable_prefix(prompt);
+        self.cached.truncate(reused);
+        let queue = &self.model.ctx.queue;
+        self.sampler.set_params(queue, sampling);
+        self.sampler.reset_history(queue, prompt);
+        let first = self.prefill(&prompt[reused..])?;
+        Ok((first, prompt.len() - reused))
+    }
+
+    /// Runs `tokens` from an empty cache and leaves the step's activations for reading.
+    pub(crate) fn prefill_fresh(&mut self, tokens: &[u32]) -> Result<(), GenerateError> {
         self.reset();
         self.prefill(tokens)?;
+        Ok(())
+    }
+
+    pub(crate) fn activations(&self) -> &Activations {
+        &self.graph.acts
+    }
+
+    /// Drops the last `tokens` of the cache: decoded ahead of a stop, they are not part of the
+    /// conversation.
+    pub(super) fn forget_last(&mut self, tokens: usize) {
+        self.cached.truncate(self.cached.len() - tokens);
+    }
+
+    /// `input` and `outputs` enter the cache after a decode batch.
+    pub(super) fn extend_cache(&mut self, input: u32, outputs: &[u32]) {
+        self.cached.push(input);
+        self.cached.extend_from_slice(outputs);
+    }
+
+    /// Whether every step is timed, which allows one decode batch in flight at a time.
+    pub(super) fn profiles_every_step(&self) -> bool {
+        self.profiler.is_some()
+    }
+
+    /// Tokens one prefill batch holds.
+    pub(super) fn max_batch_tokens(&self) -> usize {
+        self.graph.acts.max_tokens as usize
+    }
+
+    pub(super) fn fixed_steps_per_submit(&self) -> Option<usize> {
+        self.steps_per_submit
+    }
+
+    /// Whether the live profile wants the next decode step timed (as a batch of its own).
+    pub(super) fn decode_step_due_for_profile(&self) -> bool {
+        self.profiler.is_none() && self.profile_sampler.as_ref().is_some_and(|s| s.decode_step_due())
+    }
+
+    /// The readback buffer for the next decode batch, in turn.
+    pub(super) fn next_readback(&mut self) -> usize {
+        let readback = self.next_readback;
+        self.next_readback = (readback + 1) % DECODE_BATCHES_IN_FLIGHT;
+        readback
+    }
+
+    /// Encodes and submits `steps` decode steps, each copying its sampled token into slot
+    /// `step` of readback buffer `readback`.
+    pub(super) fn encode_decode_steps(
+        &mut self,
+        steps: usize,
+        readback: usize,
+        timed: bool,
+    ) -> wgpu::SubmissionIndex {
         let ctx = self.model.ctx.clone();
-        if self.row_logits.is_none() {
-            self.row_logits = Some(RowLogits::new(&ctx, &self.model)?);
-        }
-        let rows = self.row_logits.as_ref().expect("just created");
-        let hidden_bytes = u64::from(self.model.config.hidden) * 4;
-        let vocab = self.model.config.vocab_size as usize;
-        let positions: Vec<usize> = (first_scored.max(1)..tokens.len()).collect();
-        let mut nlls = Vec::with_capacity(positions.len());
-        for group in positions.chunks(rows.capacity as usize) {
-            // Row p - 1 of the final-normed hidden states predicts token p.
-            let first_row = group[0] as u64 - 1;
-            let mut encoder = ctx
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("lm head rows") });
+        let sampled =
+            self.profile_sampler.as_mut().and_then(|sampler| sampler.for_decode_batch(steps, timed));
+        let profiler = self.profiler.as_ref().or(sampled);
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("decode steps") });
+        for step in 0..steps {
+            self.graph.decode.encode(&mut encoder, 1, profiler);
             encoder.copy_buffer_to_buffer(
-                &self.graph.acts.normed,
-                first_row * hidden_bytes,
-                &rows.input,
+                &self.graph.acts.tokens,
                 0,
-                group.len() as u64 * hidden_bytes,
+                &self.readbacks[readback],
+                step as u64 * 4,
+                4,
             );
-            ctx.queue.write_buffer(&rows.step, 0, bytemuck::cast_slice(&[0u32, group.len() as u32, 0, 0]));
-            rows.ops.encode(&mut encoder, group.len() as u32, None);
-            ctx.queue.submit([encoder.finish()]);
-            let logits = ctx.read_f32(&rows.logits, group.len() * vocab)?;
-            for (row, &position) in group.iter().enumerate() {
-                nlls.push(negative_log_likelihood(
-                    &logits[row * vocab..(row + 1) * vocab],
-                    tokens[position] as usize,
-                ));
-            }
         }
-        Ok(nlls)
+        ctx.queue.submit([encoder.finish()])
     }
-}
 
-/// The LM head as a batched matmul over several rows at once, for scoring every position of
-/// a prefill batch (perplexity) without one pass over the vocabulary per row.
-struct RowLogits {
-    capacity: u32,
-    step: wgpu::Buffer,
-    input: wgpu::Buffer,
-    logits: wgpu::Buffer,
-    ops: OpList,
-}
-
-impl RowLogits {
-    fn new(ctx: &crate::gpu::GpuContext, model: &LoadedModel) -> Result<RowLogits, GenerateError> {
-        let vocab_bytes = u64::from(model.config.vocab_size) * 4;
-        let capacity = (ctx.caps.max_storage_binding / vocab_bytes).clamp(1, 32) as u32;
-        let step = ctx.zeroed_storage("row logits step", 16);
-        let input =
-            ctx.zeroed_storage("row logits input", u64::from(capacity) * u64::from(model.config.hidden) * 4);
-        let logits = ctx.zeroed_storage("row logits", u64::from(capacity) * vocab_bytes);
-        let mut ops = OpList::new();
-        record_matmul(
-            ctx,
-            &mut ops,
-            "lm head rows",
-            model.weights.lm_head(),
-            &input,
-            &logits,
-            &step,
-            capacity,
-        )?;
-        Ok(RowLogits { capacity, step, input, logits, ops })
+    /// Waits for `submission` and reads the tokens of its `steps` steps from `readback` (and
+    /// every kernel's time, when profiling every step).
+    pub(super) fn read_decode_tokens(
+        &mut self,
+        readback: usize,
+        steps: usize,
+        submission: &wgpu::SubmissionIndex,
+    ) -> Result<Vec<u8>, GenerateError> {
+        let ctx = self.model.ctx.clone();
+        let bytes =
+            ctx.map_and_read_after(&self.readbacks[readback], steps as u64 * 4, Some(submission.clone()))?;
+        if let Some(profiler) = &self.profiler {
+            self.last_timings = profiler.read(&ctx)?;
+        }
+        Ok(bytes)
     }
-}
 
-/// -log softmax(logits)[target], in f64.
-fn negative_log_likelihood(logits: &[f32], target: usize) -> f64 {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let sum: f64 = logits.iter().map(|&l| (l as f64 - max).exp()).sum();
-    (sum.ln() + max) - logits[target] as f64
+    /// Hands a timed step's kernel times to the live profile's sink.
+    pub(super) fn collect_sampled_profile(
+        &mut self,
+        submission: Option<wgpu::SubmissionIndex>,
+        step: (StepPhase, u32, u32),
+    ) -> Result<(), GenerateError> {
+        if let Some(sampler) = self.profile_sampler.as_mut() {
+            sampler.collect(&self.model.ctx, submission, step)?;
+        }
+        Ok(())
+    }
 }

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use super::Scorer;
 use crate::{GenerateError, LoadedModel};
 
 #[derive(Debug, Clone, Serialize)]
@@ -38,7 +39,7 @@ pub fn perplexity(
             tokens.len()
         )));
     }
-    let mut session = model.new_session()?;
+    let mut scorer = Scorer::new(model)?;
     let mut total = 0.0;
     let mut scored = 0usize;
     for chunk in 0..chunks {
@@ -46,7 +47,7 @@ pub fn perplexity(
         if let (true, Some(bos)) = (tokenizer.add_bos(), tokenizer.bos_id()) {
             window[0] = bos;
         }
-        let nlls = session.negative_log_likelihoods(&window, n_ctx / 2 + 1)?;
+        let nlls = scorer.negative_log_likelihoods(&window, n_ctx / 2 + 1)?;
         total += nlls.iter().sum::<f64>();
         scored += nlls.len();
         progress(chunk, chunks, (total / scored as f64).exp());
