@@ -12,9 +12,18 @@ pub type GenerationId = u64;
 
 /// Work for the engine worker, run in order.
 pub(super) enum Job<K> {
-    Load { request: LoadRequest, observer: Box<dyn LoadObserver> },
-    Unload { model_id: String, done: Box<dyn FnOnce() + Send> },
+    Load {
+        request: LoadRequest,
+        observer: Box<dyn LoadObserver>,
+    },
+    Unload {
+        model_id: String,
+        done: Box<dyn FnOnce() + Send>,
+    },
     Generate(GenerationJob<K>),
+    /// Tests only: a GPU fault, injected between jobs.
+    #[cfg(feature = "fault-injection")]
+    InjectFault(crate::InjectedFault),
 }
 
 pub(super) struct GenerationJob<K> {

@@ -46,9 +46,12 @@ pub enum GenerationFailure {
     Engine(#[from] GenerateError),
     #[error("the engine crashed: {0}")]
     Crashed(String),
+    #[error("the GPU device was lost and the model could not be loaded again: {0}")]
+    ReloadFailed(LoadFailure),
 }
 
 /// A model file to load and keep on the GPU under `model_id`.
+#[derive(Debug, Clone)]
 pub struct LoadRequest {
     pub model_id: String,
     pub path: PathBuf,

@@ -35,7 +35,13 @@ impl<K: Clone + Send + 'static> EngineWorker<K> {
     pub fn spawn(options: EngineOptions, max_waiting: usize) -> EngineWorker<K> {
         let queue = Arc::new(JobQueue::new(max_waiting));
         let states = Arc::new(ModelStates::default());
-        let thread = WorkerThread { options, engine: None, sessions: HashMap::new(), states: states.clone() };
+        let thread = WorkerThread {
+            options,
+            engine: None,
+            sessions: HashMap::new(),
+            lost: HashMap::new(),
+            states: states.clone(),
+        };
         let worker_queue = queue.clone();
         let handle = thread::Builder::new()
             .name("engine-worker".to_string())
@@ -104,7 +110,15 @@ impl<K: Clone + Send + 'static> EngineWorker<K> {
                 observer.finished(Err(LoadFailure::ShuttingDown));
             }
             Job::Unload { done, .. } => done(),
+            #[cfg(feature = "fault-injection")]
+            Job::InjectFault(_) => {}
         }
+    }
+
+    /// Tests only: injects `fault` once the jobs queued before it are done.
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_fault(&self, fault: crate::InjectedFault) {
+        self.submit_control(Job::InjectFault(fault));
     }
 
     /// Stops a generation; returns whether it was running or waiting.
@@ -172,14 +186,19 @@ impl LoadObserver for LoadResult {
 struct WorkerThread {
     options: EngineOptions,
     engine: Option<Engine>,
-    /// One session (and so one KV cache) per loaded model: one generation at a time each.
-    sessions: HashMap<String, Session>,
+    /// One session (and so one KV cache) per loaded model: one generation at a time each,
+    /// with the request that loaded it, to load it again on a new device.
+    sessions: HashMap<String, (Session, LoadRequest)>,
+    /// Models that were on a device that was lost: each loads again on its next generation.
+    lost: HashMap<String, LoadRequest>,
     states: Arc<ModelStates>,
 }
 
 impl WorkerThread {
     fn run<K: Clone>(mut self, queue: &JobQueue<K>) {
         while let Some(job) = queue.next() {
+            // A device lost while idle is found before the job that would fail on it.
+            self.forget_lost_device();
             match job {
                 Job::Load { request, mut observer } => {
                     let result = catch_panic(|| self.load(&request, &mut *observer))
@@ -197,6 +216,7 @@ impl WorkerThread {
                 }
                 Job::Unload { model_id, done } => {
                     self.sessions.remove(&model_id);
+                    self.lost.remove(&model_id);
                     self.states.remove(&model_id);
                     queue.finish_running();
                     done();
@@ -217,8 +237,39 @@ impl WorkerThread {
                     queue.finish_running();
                     observer.finished(outcome);
                 }
+                #[cfg(feature = "fault-injection")]
+                Job::InjectFault(fault) => {
+                    if let Some(engine) = &self.engine {
+                        crate::fault_injection::inject(engine, fault);
+                    }
+                    queue.finish_running();
+                }
             }
+            self.forget_lost_device();
         }
+    }
+
+    /// A lost device takes every model on it: their sessions are dropped with the engine, so
+    /// the next load opens a fresh device, and each such model loads again on its next
+    /// generation. The app goes on without a restart.
+    fn forget_lost_device(&mut self) {
+        if !self.engine.as_ref().is_some_and(|engine| engine.gpu().probe_lost()) {
+            return;
+        }
+        tracing::error!(
+            models = self.sessions.len(),
+            "the GPU device was lost; its models load again on their next use"
+        );
+        for (model_id, (_, request)) in self.sessions.drain() {
+            self.states.set(
+                &model_id,
+                ModelState::Failed {
+                    reason: "the GPU device was lost; the model loads again on its next use".into(),
+                },
+            );
+            self.lost.insert(model_id, request);
+        }
+        self.engine = None;
     }
 
     fn load(
@@ -226,9 +277,10 @@ impl WorkerThread {
         request: &LoadRequest,
         observer: &mut dyn LoadObserver,
     ) -> Result<ModelInfo, LoadFailure> {
-        if let Some(session) = self.sessions.get(&request.model_id) {
+        if let Some((session, _)) = self.sessions.get(&request.model_id) {
             return Ok(session.model().info().clone());
         }
+        self.lost.remove(&request.model_id);
         let engine = match &self.engine {
             Some(engine) => engine,
             None => self.engine.insert(
@@ -248,7 +300,7 @@ impl WorkerThread {
             .map_err(|error| LoadFailure::Model(error.to_string()))?;
         let session = model.new_session().map_err(|error| LoadFailure::Model(error.to_string()))?;
         let info = model.info().clone();
-        self.sessions.insert(request.model_id.clone(), session);
+        self.sessions.insert(request.model_id.clone(), (session, request.clone()));
         Ok(info)
     }
 
@@ -261,7 +313,15 @@ impl WorkerThread {
         if cancel.is_cancelled() {
             return GenerationOutcome::CancelledWhileQueued;
         }
-        let Some(session) = self.sessions.get_mut(&request.model_id) else {
+        if let Some(load) = self.lost.get(&request.model_id).cloned() {
+            if let Err(failure) = self.load(&load, &mut ReloadProgress) {
+                self.states.set(&request.model_id, ModelState::Failed { reason: failure.to_string() });
+                return GenerationOutcome::Failed(GenerationFailure::ReloadFailed(failure));
+            }
+            let info = self.sessions[&request.model_id].0.model().info().clone();
+            self.states.set(&request.model_id, ModelState::Loaded { info });
+        }
+        let Some((session, _)) = self.sessions.get_mut(&request.model_id) else {
             return GenerationOutcome::Failed(GenerationFailure::ModelNotLoaded(request.model_id.clone()));
         };
         observer.started();
@@ -281,6 +341,15 @@ impl WorkerThread {
             Err(error) => GenerationOutcome::Failed(error.into()),
         }
     }
+}
+
+/// A reload after a lost device, heard only through the model's state.
+struct ReloadProgress;
+
+impl LoadObserver for ReloadProgress {
+    fn progress(&mut self, _fraction: f32, _stage: &str) {}
+
+    fn finished(self: Box<Self>, _result: Result<ModelInfo, LoadFailure>) {}
 }
 
 /// Runs `f`, turning a panic into its message so one bad job does not take the worker down.

@@ -158,7 +158,12 @@ impl Session {
         let step = [self.cached.len() as u32, chunk.len() as u32, 0, 0];
         queue.write_buffer(&self.graph.acts.step, 0, bytemuck::cast_slice(&step));
         self.cached.extend_from_slice(chunk);
-        self.submit_and_read(chunk.len() as u32, timed)
+        let sampled = self.submit_and_read(chunk.len() as u32, timed);
+        if sampled.is_err() {
+            // The step may not have written these positions: the next prompt runs them again.
+            self.cached.truncate(self.cached.len() - chunk.len());
+        }
+        sampled
     }
 
     fn submit_and_read(&mut self, n_tokens: u32, timed: bool) -> Result<u32, GenerateError> {

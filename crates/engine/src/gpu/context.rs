@@ -321,6 +321,14 @@ impl GpuContext {
         self.health.lost.lock().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 
+    /// As `is_lost`, after polling the device so that a loss not yet reported (while idle)
+    /// is heard now.
+    pub fn probe_lost(&self) -> bool {
+        // A poll on a lost device fails too; the callback has spoken by then either way.
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        self.is_lost()
+    }
+
     /// Maps a MAP_READ buffer whose copy has been submitted, waits for the GPU and returns its bytes.
     pub fn map_and_read(&self, staging: &wgpu::Buffer, size: u64) -> Result<Vec<u8>, GpuError> {
         self.map_and_read_after(staging, size, None)
