@@ -3,13 +3,13 @@ use std::{
     panic::{self, AssertUnwindSafe},
     sync::{
         atomic::{AtomicU64, Ordering},
-        mpsc, Arc, Mutex,
+        mpsc, Arc, Mutex, OnceLock,
     },
     thread::{self, JoinHandle},
     time::{Duration, Instant},
 };
 
-use doppler_engine::{CancelToken, Engine, EngineOptions, LoadOptions, ModelInfo, Session};
+use doppler_engine::{gpu::GpuContext, CancelToken, Engine, EngineOptions, LoadOptions, ModelInfo, Session};
 
 use super::{
     job_queue::{GenerationId, GenerationJob, Job, JobQueue, QueueFull, QueueView, Refused},
@@ -25,6 +25,7 @@ use super::{
 pub struct EngineWorker<K> {
     queue: Arc<JobQueue<K>>,
     states: Arc<ModelStates>,
+    gpu: Arc<OnceLock<Arc<GpuContext>>>,
     next_generation: AtomicU64,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -35,13 +36,20 @@ impl<K: Clone + Send + 'static> EngineWorker<K> {
     pub fn spawn(options: EngineOptions, max_waiting: usize) -> EngineWorker<K> {
         let queue = Arc::new(JobQueue::new(max_waiting));
         let states = Arc::new(ModelStates::default());
-        let thread = WorkerThread { options, engine: None, sessions: HashMap::new(), states: states.clone() };
+        let gpu = Arc::new(OnceLock::new());
+        let thread = WorkerThread {
+            options,
+            engine: None,
+            sessions: HashMap::new(),
+            states: states.clone(),
+            gpu: gpu.clone(),
+        };
         let worker_queue = queue.clone();
         let handle = thread::Builder::new()
             .name("engine-worker".to_string())
             .spawn(move || thread.run(&worker_queue))
             .expect("the OS can start the engine worker thread");
-        EngineWorker { queue, states, next_generation: AtomicU64::new(1), thread: Mutex::new(Some(handle)) }
+        EngineWorker { queue, states, gpu, next_generation: AtomicU64::new(1), thread: Mutex::new(Some(handle)) }
     }
 
     /// Loads a model file and keeps it on the GPU under `request.model_id`.
@@ -130,6 +138,11 @@ impl<K: Clone + Send + 'static> EngineWorker<K> {
         self.queue.view()
     }
 
+    /// The GPU the worker opened (with the first model load); `None` before that.
+    pub fn gpu(&self) -> Option<Arc<GpuContext>> {
+        self.gpu.get().cloned()
+    }
+
     /// Models the worker was asked to load, by id; absent ones are not loaded.
     pub fn model_states(&self) -> HashMap<String, ModelState> {
         self.states.snapshot()
@@ -175,6 +188,8 @@ struct WorkerThread {
     /// One session (and so one KV cache) per loaded model: one generation at a time each.
     sessions: HashMap<String, Session>,
     states: Arc<ModelStates>,
+    /// Set once the engine opens the GPU, for callers that show what it is.
+    gpu: Arc<OnceLock<Arc<GpuContext>>>,
 }
 
 impl WorkerThread {
@@ -231,9 +246,12 @@ impl WorkerThread {
         }
         let engine = match &self.engine {
             Some(engine) => engine,
-            None => self.engine.insert(
-                Engine::new(self.options.clone()).map_err(|error| LoadFailure::NoGpu(error.to_string()))?,
-            ),
+            None => {
+                let engine =
+                    Engine::new(self.options.clone()).map_err(|error| LoadFailure::NoGpu(error.to_string()))?;
+                let _ = self.gpu.set(engine.gpu().clone());
+                self.engine.insert(engine)
+            }
         };
         let states = &self.states;
         let options = LoadOptions { context_len: request.context_len, ..LoadOptions::default() };
@@ -264,6 +282,8 @@ impl WorkerThread {
         let Some(session) = self.sessions.get_mut(&request.model_id) else {
             return GenerationOutcome::Failed(GenerationFailure::ModelNotLoaded(request.model_id.clone()));
         };
+        let sampling = observer.profile_sampling();
+        let sampled = sampling.is_some_and(|sampling| session.sample_profiles(sampling.every, sampling.sink));
         observer.started();
         let mut stream = |event: doppler_engine::TokenEvent| observer.token(&event.text);
         let result = match &request.prompt {
@@ -276,6 +296,9 @@ impl WorkerThread {
                 }
             }
         };
+        if sampled {
+            session.stop_sampling_profiles();
+        }
         match result {
             Ok(summary) => GenerationOutcome::Finished(summary),
             Err(error) => GenerationOutcome::Failed(error.into()),
