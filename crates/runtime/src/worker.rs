@@ -49,7 +49,13 @@ impl<K: Clone + Send + 'static> EngineWorker<K> {
             .name("engine-worker".to_string())
             .spawn(move || thread.run(&worker_queue))
             .expect("the OS can start the engine worker thread");
-        EngineWorker { queue, states, gpu, next_generation: AtomicU64::new(1), thread: Mutex::new(Some(handle)) }
+        EngineWorker {
+            queue,
+            states,
+            gpu,
+            next_generation: AtomicU64::new(1),
+            thread: Mutex::new(Some(handle)),
+        }
     }
 
     /// Loads a model file and keeps it on the GPU under `request.model_id`.
@@ -247,8 +253,8 @@ impl WorkerThread {
         let engine = match &self.engine {
             Some(engine) => engine,
             None => {
-                let engine =
-                    Engine::new(self.options.clone()).map_err(|error| LoadFailure::NoGpu(error.to_string()))?;
+                let engine = Engine::new(self.options.clone())
+                    .map_err(|error| LoadFailure::NoGpu(error.to_string()))?;
                 let _ = self.gpu.set(engine.gpu().clone());
                 self.engine.insert(engine)
             }

@@ -2,7 +2,9 @@ use std::sync::Arc;
 
 use tauri::{ipc::Channel, State, WebviewWindow};
 
-use super::{chrome_trace, AdapterFacts, ExportFormat, MemoryView, ProfileExport, ProfilerEvent, ProfilerEventSink};
+use super::{
+    chrome_trace, AdapterFacts, ExportFormat, MemoryView, ProfileExport, ProfilerEvent, ProfilerEventSink,
+};
 use crate::core::app::{AppState, CommandError};
 
 /// The profiler's events go to the view over its channel.

@@ -7,4 +7,4 @@ mod models;
 mod service;
 
 pub use models::*;
-pub use service::{aggregate, chrome_trace, kernel_kind, ProfilerEventSink, ProfilerService, SAMPLE_EVERY};
+pub use service::{chrome_trace, ProfilerEventSink, ProfilerService};

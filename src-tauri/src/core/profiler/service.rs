@@ -19,7 +19,7 @@ use crate::core::engine::{GenerationObserver, GenerationOutcome};
 
 /// One decode step in this many is timed: on the H100 the timed step (a batch of its own,
 /// read back apart) costs well under 2% of decode speed at this rate.
-pub const SAMPLE_EVERY: usize = 32;
+const SAMPLE_EVERY: usize = 32;
 
 /// Sampled steps and events kept for the view and for export: the last few minutes of replies.
 const MAX_STEPS: usize = 512;
@@ -110,7 +110,8 @@ impl ProfilerService {
         if log.model_id.as_deref() != Some(model_id) {
             *log = ProfileLog { model_id: Some(model_id.to_string()), ..ProfileLog::default() };
         }
-        let event = ProfilerEvent::ReplyStarted { reply_id, model_id: model_id.to_string(), at_ms: self.now_ms() };
+        let event =
+            ProfilerEvent::ReplyStarted { reply_id, model_id: model_id.to_string(), at_ms: self.now_ms() };
         self.emit(log, event);
     }
 
@@ -237,7 +238,8 @@ impl GenerationObserver for ProfiledObserver {
                 },
             });
         }
-        self.inner.finished(outcome);
+        let ProfiledObserver { inner, .. } = *self;
+        inner.finished(outcome);
     }
 
     fn profile_sampling(&mut self) -> Option<ProfileSampling> {
@@ -252,7 +254,7 @@ impl GenerationObserver for ProfiledObserver {
 
 /// The kind of kernel an operation runs, from its label's op ("attn_q+attn_k+attn_v",
 /// "ffn_norm+ffn_gate+ffn_up+ffn_silu", "attention", "output_norm", …).
-pub fn kernel_kind(op: &str) -> KernelKind {
+fn kernel_kind(op: &str) -> KernelKind {
     const MATRICES: [&str; 8] =
         ["attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output", "ffn_gate", "ffn_up", "ffn_down"];
     let parts = || op.split('+');
@@ -270,13 +272,18 @@ pub fn kernel_kind(op: &str) -> KernelKind {
 }
 
 fn summarize<'a>(steps: impl Iterator<Item = &'a RecordedStep> + Clone) -> ProfileSummary {
-    let of_phase = |phase| steps.clone().map(|recorded| &recorded.step).filter(move |step| step.phase == phase);
-    ProfileSummary { decode: aggregate(of_phase(StepPhase::Decode)), prefill: aggregate(of_phase(StepPhase::Prefill)) }
+    let of_phase = |phase: StepPhase| {
+        steps.clone().map(|recorded| &recorded.step).filter(move |step| step.phase == phase)
+    };
+    ProfileSummary {
+        decode: aggregate(of_phase(StepPhase::Decode)),
+        prefill: aggregate(of_phase(StepPhase::Prefill)),
+    }
 }
 
 /// Sums sampled steps by kernel, by kind and by layer; times per token are over the tokens
 /// the steps ran.
-pub fn aggregate<'a>(steps: impl IntoIterator<Item = &'a ProfiledStep>) -> KernelTable {
+fn aggregate<'a>(steps: impl IntoIterator<Item = &'a ProfiledStep>) -> KernelTable {
     let mut by_kernel: HashMap<&str, (usize, f64)> = HashMap::new();
     let mut by_kind: BTreeMap<KernelKind, f64> = BTreeMap::new();
     let mut by_layer: BTreeMap<Option<u32>, f64> = BTreeMap::new();
@@ -456,7 +463,11 @@ mod tests {
     fn the_chrome_trace_has_one_complete_event_per_kernel_in_microseconds() {
         let recorded = [
             RecordedStep { reply_id: 3, at_ms: 100.0, step: decode_step() },
-            RecordedStep { reply_id: 3, at_ms: 50.0, step: step(StepPhase::Prefill, 5, &[("blk.0.attention", 40.0)]) },
+            RecordedStep {
+                reply_id: 3,
+                at_ms: 50.0,
+                step: step(StepPhase::Prefill, 5, &[("blk.0.attention", 40.0)]),
+            },
         ];
         let trace = chrome_trace(&recorded);
         let events = trace["traceEvents"].as_array().unwrap();
