@@ -3,21 +3,15 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 
 vi.mock('@tauri-apps/api/core', () => ({ invoke: vi.fn(), Channel: class {} }));
 // jsdom has no canvas to draw on; the charts' data is what these tests look at.
-vi.mock('uplot', () => ({
-  default: class {
-    setData() {}
-    setSize() {}
+vi.mock(import('chart.js'), async (importOriginal) => ({
+  ...(await importOriginal()),
+  Chart: class {
+    static register() {}
+    data = { datasets: [] };
+    update() {}
     destroy() {}
-  },
+  } as never,
 }));
-
-vi.stubGlobal(
-  'ResizeObserver',
-  class {
-    observe() {}
-    disconnect() {}
-  },
-);
 
 import type { KernelTable } from '../lib/profiler-api';
 import { profiler } from '../lib/state/profiler.svelte';
