@@ -17,7 +17,7 @@ pub struct KernelTiming {
 }
 
 impl KernelTiming {
-    /// The operation without its layer: "blk.12.attn_q" → "attn_q", "output" → "output".
+    /// The operation without its layer: "blk.12.attn_q" → "attn_q", "lm head" → "lm head".
     pub fn op(&self) -> &str {
         match self.label.strip_prefix("blk.") {
             Some(rest) => rest.split_once('.').map_or(rest, |(_, op)| op),
@@ -164,8 +164,8 @@ mod tests {
         assert_eq!(timing("blk.12.attn_q+attn_k+attn_v").op(), "attn_q+attn_k+attn_v");
         assert_eq!(timing("blk.12.attn_q+attn_k+attn_v").layer(), Some(12));
         assert_eq!(timing("blk.0.qkv_bias.q").op(), "qkv_bias.q");
-        assert_eq!(timing("output").op(), "output");
-        assert_eq!(timing("output").layer(), None);
+        assert_eq!(timing("lm head").op(), "lm head");
+        assert_eq!(timing("lm head").layer(), None);
         assert_eq!(timing("blk.x.attention").layer(), None);
     }
 }

@@ -252,19 +252,28 @@ impl GenerationObserver for ProfiledObserver {
     }
 }
 
-/// The kind of kernel an operation runs, from its label's op ("attn_q+attn_k+attn_v",
-/// "ffn_norm+ffn_gate+ffn_up+ffn_silu", "attention", "output_norm", …).
+/// The kind of kernel an operation runs, from its label's op as the forward pass names it
+/// ("attn_q+attn_k+attn_v", "ffn_norm+ffn_gate+ffn_up+ffn_silu", "attention", "lm head", …).
 fn kernel_kind(op: &str) -> KernelKind {
-    const MATRICES: [&str; 8] =
-        ["attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output", "ffn_gate", "ffn_up", "ffn_down"];
+    const MATRICES: [&str; 9] = [
+        "attn_q",
+        "attn_k",
+        "attn_v",
+        "attn_qkv",
+        "attn_output",
+        "ffn_gate",
+        "ffn_up",
+        "ffn_down",
+        "lm head",
+    ];
     let parts = || op.split('+');
     if op.contains("attention") || op.contains("rope") {
         KernelKind::Attention
-    } else if parts().any(|part| MATRICES.contains(&part) || part == "output") {
+    } else if parts().any(|part| MATRICES.contains(&part)) {
         KernelKind::Matmul
     } else if op.ends_with("norm") {
         KernelKind::Norm
-    } else if op.starts_with("token_embd") {
+    } else if op == "embedding" {
         KernelKind::Embedding
     } else {
         KernelKind::Elementwise
@@ -390,14 +399,14 @@ mod tests {
             StepPhase::Decode,
             1,
             &[
-                ("token_embd", 10.0),
+                ("embedding", 10.0),
                 ("blk.0.attn_norm+attn_q+attn_k+attn_v", 300.0),
                 ("blk.0.qk_norm_rope_store", 20.0),
                 ("blk.0.attention", 100.0),
                 ("blk.1.attn_norm+attn_q+attn_k+attn_v", 500.0),
                 ("blk.1.attention", 60.0),
-                ("output_norm", 10.0),
-                ("output", 1000.0),
+                ("blk.1.ffn_norm", 10.0),
+                ("lm head", 1000.0),
             ],
         )
     }
@@ -408,12 +417,13 @@ mod tests {
             ("attn_q+attn_k+attn_v", KernelKind::Matmul),
             ("ffn_norm+ffn_gate+ffn_up+ffn_silu", KernelKind::Matmul),
             ("attn_output", KernelKind::Matmul),
-            ("output", KernelKind::Matmul),
+            ("lm head", KernelKind::Matmul),
             ("attention", KernelKind::Attention),
             ("qk_norm_rope_store", KernelKind::Attention),
             ("attn_norm", KernelKind::Norm),
-            ("output_norm", KernelKind::Norm),
-            ("token_embd", KernelKind::Embedding),
+            ("ffn_norm", KernelKind::Norm),
+            ("embedding", KernelKind::Embedding),
+            ("last token", KernelKind::Elementwise),
             ("ffn_gelu", KernelKind::Elementwise),
             ("qkv_bias.q", KernelKind::Elementwise),
         ] {
@@ -429,7 +439,7 @@ mod tests {
         assert!((table.gpu_ms_per_token - 2.0).abs() < 1e-9);
 
         let names: Vec<&str> = table.kernels.iter().map(|row| row.name.as_str()).collect();
-        assert_eq!(names[..3], ["output", "attn_norm+attn_q+attn_k+attn_v", "attention"]);
+        assert_eq!(names[..3], ["lm head", "attn_norm+attn_q+attn_k+attn_v", "attention"]);
         let qkv = &table.kernels[1];
         assert_eq!((qkv.kind, qkv.calls), (KernelKind::Matmul, 4));
         assert!((qkv.total_ms - 1.6).abs() < 1e-9 && (qkv.ms_per_token - 0.8).abs() < 1e-9);
@@ -442,7 +452,7 @@ mod tests {
 
         let layers: Vec<(Option<u32>, f64)> =
             table.layers.iter().map(|row| (row.layer, (row.ms_per_token * 1e3).round())).collect();
-        assert_eq!(layers, [(None, 1020.0), (Some(0), 420.0), (Some(1), 560.0)]);
+        assert_eq!(layers, [(None, 1010.0), (Some(0), 420.0), (Some(1), 570.0)]);
         let shares: f64 = table.kernels.iter().map(|row| row.share).sum();
         assert!((shares - 1.0).abs() < 1e-9);
     }
@@ -473,7 +483,7 @@ mod tests {
         let events = trace["traceEvents"].as_array().unwrap();
         let kernels: Vec<&Value> = events.iter().filter(|event| event["ph"] == "X").collect();
         assert_eq!(kernels.len(), 9);
-        let output = kernels.iter().find(|event| event["name"] == "output").unwrap();
+        let output = kernels.iter().find(|event| event["name"] == "lm head").unwrap();
         assert_eq!((output["dur"].as_f64(), output["cat"].as_str()), (Some(1000.0), Some("matmul")));
         assert_eq!((output["pid"].as_u64(), output["tid"].as_u64()), (Some(1), Some(1)));
         // A step's kernels lie end to end and end when the step was read back.
