@@ -24,6 +24,10 @@ const COMMANDS: &[&str] = &[
     "fetch_default_model",
     "import_model_file",
     "remove_model",
+    "watch_profiler",
+    "adapter_facts",
+    "profiler_memory",
+    "export_profile",
 ];
 
 fn main() {

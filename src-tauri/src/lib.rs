@@ -67,6 +67,10 @@ pub fn run() {
             core::models::commands::fetch_default_model,
             core::models::commands::import_model_file,
             core::models::commands::remove_model,
+            core::profiler::commands::watch_profiler,
+            core::profiler::commands::adapter_facts,
+            core::profiler::commands::profiler_memory,
+            core::profiler::commands::export_profile,
         ])
         .build(tauri::generate_context!("../tauri.conf.json"))
         .expect("the app's configuration is valid");

@@ -16,6 +16,6 @@ pub use job_queue::{GenerationId, QueueFull, QueueView, QueuedGeneration};
 pub use model_states::ModelState;
 pub use requests::{
     GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest, LoadFailure, LoadObserver,
-    LoadRequest, Prompt,
+    LoadRequest, ProfileSampling, Prompt,
 };
 pub use worker::EngineWorker;

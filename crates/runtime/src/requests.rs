@@ -1,6 +1,8 @@
 use std::path::PathBuf;
 
-use doppler_engine::{ChatMessage, GenerateError, GenerateOptions, GenerationSummary, ModelInfo};
+use doppler_engine::{
+    generate::ProfileSink, ChatMessage, GenerateError, GenerateOptions, GenerationSummary, ModelInfo,
+};
 
 /// One generation to run; `key` is the caller's name for it (shown in the queue).
 pub struct GenerationRequest<K> {
@@ -28,6 +30,18 @@ pub trait GenerationObserver: Send {
     fn started(&mut self);
     fn token(&mut self, text: &str);
     fn finished(self: Box<Self>, outcome: GenerationOutcome);
+
+    /// Asked once before the generation starts: `Some` times one decode step in `every`
+    /// (and the first prefill step) and hands their kernel timings to the sink.
+    fn profile_sampling(&mut self) -> Option<ProfileSampling> {
+        None
+    }
+}
+
+/// Sampled kernel profiles of a generation, where the adapter has timestamp queries.
+pub struct ProfileSampling {
+    pub every: usize,
+    pub sink: ProfileSink,
 }
 
 pub enum GenerationOutcome {

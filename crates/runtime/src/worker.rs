@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use doppler_engine::{CancelToken, Engine, EngineOptions, LoadOptions, ModelInfo, Session};
+use doppler_engine::{gpu::GpuContext, CancelToken, Engine, EngineOptions, LoadOptions, ModelInfo, Session};
 
 use super::{
     job_queue::{GenerationId, GenerationJob, Job, JobQueue, QueueFull, QueueView, Refused},
@@ -25,6 +25,7 @@ use super::{
 pub struct EngineWorker<K> {
     queue: Arc<JobQueue<K>>,
     states: Arc<ModelStates>,
+    gpu: Arc<Mutex<Option<Arc<GpuContext>>>>,
     next_generation: AtomicU64,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -35,19 +36,27 @@ impl<K: Clone + Send + 'static> EngineWorker<K> {
     pub fn spawn(options: EngineOptions, max_waiting: usize) -> EngineWorker<K> {
         let queue = Arc::new(JobQueue::new(max_waiting));
         let states = Arc::new(ModelStates::default());
+        let gpu = Arc::new(Mutex::new(None));
         let thread = WorkerThread {
             options,
             engine: None,
             sessions: HashMap::new(),
             lost: HashMap::new(),
             states: states.clone(),
+            gpu: gpu.clone(),
         };
         let worker_queue = queue.clone();
         let handle = thread::Builder::new()
             .name("engine-worker".to_string())
             .spawn(move || thread.run(&worker_queue))
             .expect("the OS can start the engine worker thread");
-        EngineWorker { queue, states, next_generation: AtomicU64::new(1), thread: Mutex::new(Some(handle)) }
+        EngineWorker {
+            queue,
+            states,
+            gpu,
+            next_generation: AtomicU64::new(1),
+            thread: Mutex::new(Some(handle)),
+        }
     }
 
     /// Loads a model file and keeps it on the GPU under `request.model_id`.
@@ -144,6 +153,12 @@ impl<K: Clone + Send + 'static> EngineWorker<K> {
         self.queue.view()
     }
 
+    /// The GPU the worker has open (with the first model load); `None` before that and
+    /// after a lost device until the next load.
+    pub fn gpu(&self) -> Option<Arc<GpuContext>> {
+        self.gpu.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
     /// Models the worker was asked to load, by id; absent ones are not loaded.
     pub fn model_states(&self) -> HashMap<String, ModelState> {
         self.states.snapshot()
@@ -192,6 +207,8 @@ struct WorkerThread {
     /// Models that were on a device that was lost: each loads again on its next generation.
     lost: HashMap<String, LoadRequest>,
     states: Arc<ModelStates>,
+    /// The device the engine has open (a new one after a loss), for callers that show it.
+    gpu: Arc<Mutex<Option<Arc<GpuContext>>>>,
 }
 
 impl WorkerThread {
@@ -270,6 +287,7 @@ impl WorkerThread {
             self.lost.insert(model_id, request);
         }
         self.engine = None;
+        *self.gpu.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
     }
 
     fn load(
@@ -283,9 +301,12 @@ impl WorkerThread {
         self.lost.remove(&request.model_id);
         let engine = match &self.engine {
             Some(engine) => engine,
-            None => self.engine.insert(
-                Engine::new(self.options.clone()).map_err(|error| LoadFailure::NoGpu(error.to_string()))?,
-            ),
+            None => {
+                let engine = Engine::new(self.options.clone())
+                    .map_err(|error| LoadFailure::NoGpu(error.to_string()))?;
+                *self.gpu.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(engine.gpu().clone());
+                self.engine.insert(engine)
+            }
         };
         let states = &self.states;
         let options = LoadOptions { context_len: request.context_len, ..LoadOptions::default() };
@@ -324,6 +345,8 @@ impl WorkerThread {
         let Some((session, _)) = self.sessions.get_mut(&request.model_id) else {
             return GenerationOutcome::Failed(GenerationFailure::ModelNotLoaded(request.model_id.clone()));
         };
+        let sampling = observer.profile_sampling();
+        let sampled = sampling.is_some_and(|sampling| session.sample_profiles(sampling.every, sampling.sink));
         observer.started();
         let mut stream = |event: doppler_engine::TokenEvent| observer.token(&event.text);
         let result = match &request.prompt {
@@ -336,6 +359,9 @@ impl WorkerThread {
                 }
             }
         };
+        if sampled {
+            session.stop_sampling_profiles();
+        }
         match result {
             Ok(summary) => GenerationOutcome::Finished(summary),
             Err(error) => GenerationOutcome::Failed(error.into()),

@@ -6,4 +6,5 @@ pub mod chat;
 pub mod conversations;
 pub mod engine;
 pub mod models;
+pub mod profiler;
 pub mod storage;

@@ -125,7 +125,7 @@ export type AppStatus = { version: string; databasePath: string; notices: Startu
 export type QueuedGeneration = { generationId: number; conversationId: number };
 export type QueueView = { running: QueuedGeneration | null; waiting: QueuedGeneration[] };
 
-function channel<T>(onMessage: (message: T) => void): Channel<T> {
+export function channel<T>(onMessage: (message: T) => void): Channel<T> {
   const ch = new Channel<T>();
   ch.onmessage = onMessage;
   return ch;

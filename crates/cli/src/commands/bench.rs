@@ -286,7 +286,7 @@ fn profile_prefill(session: &mut doppler_engine::Session, prompt: &[u32]) -> Res
 fn kernel_table(timings: &[doppler_engine::gpu::KernelTiming]) -> Vec<KernelRow> {
     let mut totals: Vec<(String, usize, f64)> = Vec::new();
     for timing in timings {
-        let kind = kernel_kind(&timing.label);
+        let kind = timing.op().to_string();
         match totals.iter_mut().find(|(k, _, _)| *k == kind) {
             Some(entry) => {
                 entry.1 += 1;
@@ -307,14 +307,4 @@ fn kernel_table(timings: &[doppler_engine::gpu::KernelTiming]) -> Vec<KernelRow>
         .collect();
     rows.sort_by(|a, b| b.microseconds_per_token.total_cmp(&a.microseconds_per_token));
     rows
-}
-
-/// "blk.12.attn_q" → "attn_q": one row per kind of kernel, not per layer.
-fn kernel_kind(label: &str) -> String {
-    match label.strip_prefix("blk.") {
-        Some(rest) => {
-            rest.split_once('.').map(|(_, kind)| kind.to_string()).unwrap_or_else(|| rest.to_string())
-        }
-        None => label.to_string(),
-    }
 }

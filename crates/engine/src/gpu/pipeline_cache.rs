@@ -94,6 +94,8 @@ impl GpuContext {
                 defines: describe_defines(),
                 message: error.to_string(),
             })?;
+        // Which variant each kernel runs is where silent selection bugs hide: say it once, as it compiles.
+        tracing::debug!(shader, entry, defines = %describe_defines(), "kernel variant compiled");
         let pipeline = Arc::new(pipeline);
         self.pipelines.pipelines.lock().unwrap().insert(key, pipeline.clone());
         Ok(pipeline)

@@ -16,6 +16,22 @@ pub struct KernelTiming {
     pub nanoseconds: f64,
 }
 
+impl KernelTiming {
+    /// The operation without its layer: "blk.12.attn_q" → "attn_q", "lm head" → "lm head".
+    pub fn op(&self) -> &str {
+        match self.label.strip_prefix("blk.") {
+            Some(rest) => rest.split_once('.').map_or(rest, |(_, op)| op),
+            None => &self.label,
+        }
+    }
+
+    /// The transformer block the dispatch belongs to; `None` for the model-wide ones
+    /// (embedding, final norm, output projection).
+    pub fn layer(&self) -> Option<u32> {
+        self.label.strip_prefix("blk.")?.split_once('.')?.0.parse().ok()
+    }
+}
+
 /// Times every dispatch of a step with GPU timestamp queries. Only exists while profiling,
 /// so an unprofiled step pays nothing.
 pub struct KernelProfiler {
@@ -132,5 +148,24 @@ impl KernelProfiler {
                 nanoseconds: ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * f64::from(self.period_ns),
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KernelTiming;
+
+    fn timing(label: &str) -> KernelTiming {
+        KernelTiming { label: label.to_string(), nanoseconds: 1.0 }
+    }
+
+    #[test]
+    fn labels_split_into_layer_and_op() {
+        assert_eq!(timing("blk.12.attn_q+attn_k+attn_v").op(), "attn_q+attn_k+attn_v");
+        assert_eq!(timing("blk.12.attn_q+attn_k+attn_v").layer(), Some(12));
+        assert_eq!(timing("blk.0.qkv_bias.q").op(), "qkv_bias.q");
+        assert_eq!(timing("lm head").op(), "lm head");
+        assert_eq!(timing("lm head").layer(), None);
+        assert_eq!(timing("blk.x.attention").layer(), None);
     }
 }

@@ -8,6 +8,7 @@ use crate::core::{
     chat::ChatService,
     engine::{EngineWorker, MAX_WAITING_REPLIES},
     models::ModelCatalog,
+    profiler::ProfilerService,
     storage::{Database, OpenError},
 };
 
@@ -18,6 +19,7 @@ pub struct AppState {
     pub worker: Arc<EngineWorker>,
     pub chat: ChatService,
     pub models: ModelCatalog,
+    pub profiler: Arc<ProfilerService>,
     /// Told to the user once the window is up.
     pub notices: Vec<StartupNotice>,
 }
@@ -70,9 +72,11 @@ impl AppState {
         if let Some(reason) = models.unavailable_reason() {
             notices.push(StartupNotice::ModelStoreUnavailable { reason: reason.to_string() });
         }
+        let profiler = Arc::new(ProfilerService::default());
         Ok(AppState {
             paths,
-            chat: ChatService::new(db.clone(), worker.clone()),
+            chat: ChatService::new(db.clone(), worker.clone()).with_profiler(profiler.clone()),
+            profiler,
             db,
             worker,
             models,

@@ -5,7 +5,8 @@ use std::{
 
 use super::{prompt, reply_observer::ReplyObserver, ChatError, GenerationSink, SendReceipt};
 use crate::core::{
-    engine::{EngineWorker, GenerationId, GenerationRequest, Prompt, ReplyKey},
+    engine::{EngineWorker, GenerationId, GenerationObserver, GenerationRequest, Prompt, ReplyKey},
+    profiler::ProfilerService,
     storage::{ConversationId, Database, MessageId, Role},
 };
 
@@ -13,6 +14,8 @@ use crate::core::{
 pub struct ChatService {
     db: Arc<Database>,
     worker: Arc<EngineWorker>,
+    /// Times the replies for the profiler view, where there is one.
+    profiler: Option<Arc<ProfilerService>>,
 }
 
 /// Who asks for a reply, with which model, and where its events go.
@@ -25,7 +28,11 @@ pub struct ReplyTarget {
 
 impl ChatService {
     pub fn new(db: Arc<Database>, worker: Arc<EngineWorker>) -> ChatService {
-        ChatService { db, worker }
+        ChatService { db, worker, profiler: None }
+    }
+
+    pub fn with_profiler(self, profiler: Arc<ProfilerService>) -> ChatService {
+        ChatService { profiler: Some(profiler), ..self }
     }
 
     /// Commits `content` at the end of the branch on screen and queues the reply.
@@ -97,14 +104,18 @@ impl ChatService {
             prompt: Prompt::Chat(prompt::chat_messages(&conversation.settings.system_prompt, &branch)),
             options: prompt::generate_options(&conversation.settings, fresh_seed()),
         };
-        let observer = ReplyObserver::new(
+        let observer: Box<dyn GenerationObserver> = Box::new(ReplyObserver::new(
             self.db.clone(),
             target.sink,
             conversation_id,
             user_message_id,
-            target.model_id,
-        );
-        Ok(self.worker.generate(request, Box::new(observer))?)
+            target.model_id.clone(),
+        ));
+        let observer = match &self.profiler {
+            Some(profiler) => profiler.observe(target.model_id, observer),
+            None => observer,
+        };
+        Ok(self.worker.generate(request, observer)?)
     }
 }
 
