@@ -19,7 +19,8 @@ use crate::{
     gguf::GgufError,
     gpu::{GpuError, GpuInitError},
     kernels::KernelError,
-    model::ModelError,
+    model::{ModelError, ModelSourceError},
+    rdrr::RdrrError,
     tokenizer::{TemplateError, TokenizerError},
 };
 
@@ -32,6 +33,8 @@ pub enum GenerateError {
     Gpu(#[from] GpuError),
     #[error(transparent)]
     Gguf(#[from] GgufError),
+    #[error(transparent)]
+    Rdrr(#[from] RdrrError),
     #[error(transparent)]
     Model(#[from] ModelError),
     #[error(transparent)]
@@ -50,4 +53,13 @@ pub enum GenerateError {
     PromptTooLong { prompt_tokens: usize, context_len: usize },
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+}
+
+impl From<ModelSourceError> for GenerateError {
+    fn from(error: ModelSourceError) -> Self {
+        match error {
+            ModelSourceError::Gguf(error) => GenerateError::Gguf(error),
+            ModelSourceError::Rdrr(error) => GenerateError::Rdrr(error),
+        }
+    }
 }
