@@ -4,6 +4,9 @@
 
 mod error;
 mod gguf;
+mod hf_config;
+mod hf_tokenizer;
+mod safetensors;
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +17,7 @@ use doppler_engine::{
 
 pub use error::ConvertError;
 pub use gguf::gguf_to_rdrr;
+pub use safetensors::safetensors_to_rdrr;
 
 /// How far a conversion is: bytes of tensor data written of the model's total.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +81,8 @@ pub fn convert_into_store(
     }
     let work = WorkDir::new(store.downloads_dir().join(format!("convert-{name}-{}", std::process::id())))?;
     let written = if source.is_dir() {
-        return Err(ConvertError::UnsupportedSource { path: source.clone() });
+        let quant = request.quant.unwrap_or(TargetQuant::Q8_0);
+        safetensors_to_rdrr(source, work.path(), quant, MAX_SHARD_BYTES, progress)?
     } else if let Some(quant) = request.quant {
         return Err(ConvertError::QuantForGguf { quant });
     } else {
