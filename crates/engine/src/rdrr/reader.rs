@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     gguf::{tensor_byte_size, GgmlType, GgufFile, TensorInfo, MAX_DIMS, MAX_TENSORS},
-    store::{is_plain_file_name, to_hex},
+    store::{hash_into, is_plain_file_name, to_hex},
 };
 
 /// Opens the RDRR model at `path` (its `rdrr.json`, or the folder holding it): the manifest
@@ -204,13 +204,32 @@ fn check_no_overlap(
     Ok(())
 }
 
-/// Maps a shard after checking its size and sha256 against the manifest's.
+/// Maps a shard after checking its size and sha256 against the manifest's. The hash reads
+/// the file rather than the map, so checking a many-gigabyte model leaves its pages in the
+/// page cache, not resident in this process, until the weights are uploaded.
 fn map_verified(path: &Path, expected_size: u64, expected_sha256: &str) -> Result<Mmap, RdrrError> {
     let io_error = |source| RdrrError::Io { path: PathBuf::from(path), source };
-    let file = File::open(path).map_err(io_error)?;
+    let mut file = File::open(path).map_err(io_error)?;
     let actual = file.metadata().map_err(io_error)?.len();
     if actual != expected_size {
         return Err(RdrrError::ShardSize { path: path.to_path_buf(), expected: expected_size, actual });
+    }
+    let mut hasher = Sha256::new();
+    let hashed = hash_into(&mut hasher, &mut file).map_err(io_error)?;
+    let sha256 = to_hex(&hasher.finalize());
+    if hashed != expected_size {
+        return Err(RdrrError::ShardSize {
+            path: path.to_path_buf(),
+            expected: expected_size,
+            actual: hashed,
+        });
+    }
+    if sha256 != expected_sha256 {
+        return Err(RdrrError::ShardChecksum {
+            path: path.to_path_buf(),
+            expected: expected_sha256.to_string(),
+            actual: sha256,
+        });
     }
     // SAFETY: the map is read-only. Another process rewriting the shard while it is open is
     // outside what we can guard against (as for every mmap reader).
@@ -220,14 +239,6 @@ fn map_verified(path: &Path, expected_size: u64, expected_sha256: &str) -> Resul
             path: path.to_path_buf(),
             expected: expected_size,
             actual: map.len() as u64,
-        });
-    }
-    let sha256 = to_hex(&Sha256::digest(&map[..]));
-    if sha256 != expected_sha256 {
-        return Err(RdrrError::ShardChecksum {
-            path: path.to_path_buf(),
-            expected: expected_sha256.to_string(),
-            actual: sha256,
         });
     }
     Ok(map)
