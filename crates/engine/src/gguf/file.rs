@@ -32,7 +32,7 @@ pub struct TensorInfo {
     /// GGUF order: `dims[0]` is the contiguous row length.
     pub dims: Vec<u64>,
     pub ggml_type: GgmlType,
-    /// Absolute byte offset of the data in the file.
+    /// Absolute byte offset of the data in the file (in its shard, for an RDRR model).
     pub offset: u64,
     pub n_bytes: u64,
 }

@@ -58,7 +58,7 @@ fn problem_after(edit: impl FnOnce(&mut Value)) -> RdrrError {
     let mut manifest = manifest_json(dir.path());
     edit(&mut manifest);
     std::fs::write(dir.path().join(MANIFEST_FILE), serde_json::to_vec(&manifest).unwrap()).unwrap();
-    open_rdrr(dir.path()).err().expect("the edited manifest is refused")
+    open_rdrr(dir.path()).expect_err("the edited manifest is refused")
 }
 
 fn invalid(error: RdrrError) -> RdrrProblem {

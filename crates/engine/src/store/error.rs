@@ -40,8 +40,9 @@ pub enum StoreError {
     #[error("{what} is not a usable model: {source}")]
     NotAModel {
         what: String,
+        /// Boxed: an RDRR manifest's problems are large, and every store call returns this.
         #[source]
-        source: ModelSourceError,
+        source: Box<ModelSourceError>,
     },
     #[error("manifest {} is invalid: {reason}", path.display())]
     BadManifest { path: PathBuf, reason: String },

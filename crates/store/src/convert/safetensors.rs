@@ -96,7 +96,7 @@ pub fn safetensors_to_rdrr(
     for tensor in &tensors {
         let row_len = *tensor.shape.last().expect("shapes have a dimension");
         let ty = match tensor.shape.len() {
-            2 if matrix_type == GgmlType::Q8_0 && row_len % 32 != 0 => GgmlType::F16,
+            2 if matrix_type == GgmlType::Q8_0 && !row_len.is_multiple_of(32) => GgmlType::F16,
             2 => matrix_type,
             _ => GgmlType::F32,
         };
@@ -135,7 +135,11 @@ fn convert_rows(
     let rows = (tensor.shape.iter().product::<u64>() / row_len as u64) as usize;
     let element_bytes = tensor.dtype.bitsize() / 8;
     let head_rows = match permute_heads {
-        Some(heads) if heads > 0 && rows % (heads as usize) == 0 && (rows / heads as usize) % 2 == 0 => {
+        Some(heads)
+            if heads > 0
+                && rows.is_multiple_of(heads as usize)
+                && (rows / heads as usize).is_multiple_of(2) =>
+        {
             rows / heads as usize
         }
         Some(_) => {
