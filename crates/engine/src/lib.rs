@@ -10,6 +10,7 @@ pub mod gpu;
 pub mod kernels;
 pub mod model;
 pub mod quant;
+pub mod rdrr;
 pub mod store;
 pub mod synth;
 pub mod tokenizer;

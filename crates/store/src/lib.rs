@@ -1,7 +1,9 @@
 //! Where models come from: the Hugging Face Hub client (`hub`), resumable verified downloads
 //! (`download`), the quant picker (`quant`) and `pull`, which puts them together and installs
-//! the result into the engine's model store.
+//! the result into the engine's model store; `convert` makes RDRR models from GGUF files and
+//! Hugging Face safetensors folders.
 
+pub mod convert;
 pub mod download;
 pub mod hub;
 mod pull;

@@ -1,5 +1,6 @@
 pub mod bench;
 pub mod chat;
+pub mod convert;
 pub mod devices;
 pub mod logits;
 pub mod model_loading;

@@ -1,5 +1,5 @@
 //! `doppler models`: list, fetch, import and remove the models in the model store; search,
-//! list and pull models on the Hugging Face Hub (`models_hub`).
+//! list and pull models on the Hugging Face Hub (`models_hub`); convert models to RDRR (`convert`).
 
 use std::{cell::RefCell, path::PathBuf};
 
@@ -78,6 +78,8 @@ enum ModelsCommand {
         #[arg(long, default_value = "main")]
         revision: String,
     },
+    /// Convert a GGUF file or a Hugging Face safetensors folder into an RDRR model in the store.
+    Convert(super::convert::ConvertArgs),
     /// Uninstall a model.
     Remove { name: String },
     /// Print the store's directory, or with NAME the installed model's file.
@@ -95,6 +97,7 @@ pub fn run(args: ModelsArgs) -> Result<()> {
         ModelsCommand::Pull { repo, file, quant, name, revision } => {
             models_hub::pull_model(&store()?, models_hub::PullArgs { repo, revision, file, quant, name })
         }
+        ModelsCommand::Convert(convert_args) => super::convert::convert(&store()?, convert_args),
         ModelsCommand::List { json } => list(&store()?, json),
         ModelsCommand::FetchDefaults => fetch(&store()?),
         ModelsCommand::Import { file, name, sha256 } => {
@@ -182,7 +185,7 @@ fn table_row(model: &InstalledModel) -> [String; 5] {
         manifest.name.clone(),
         manifest.architecture.clone().unwrap_or_else(unknown),
         manifest.quantization.clone().unwrap_or_else(unknown),
-        ByteSize(manifest.size).to_string(),
+        ByteSize(manifest.files().iter().map(|file| file.size).sum()).to_string(),
         model.path.display().to_string(),
     ]
 }
@@ -229,7 +232,7 @@ fn fetch(store: &ModelStore) -> Result<()> {
     Ok(())
 }
 
-fn new_bar(model: &str, total: u64) -> ProgressBar {
+pub(super) fn new_bar(model: &str, total: u64) -> ProgressBar {
     let style = ProgressStyle::with_template("{prefix}: [{wide_bar}] {decimal_bytes}/{decimal_total_bytes}")
         .expect("a valid progress template")
         .progress_chars("=> ");

@@ -126,7 +126,7 @@ impl Engine {
             name,
             architecture: config.architecture.name().to_string(),
             quantization,
-            file_size: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            file_size: gguf.file_size(),
             weight_bytes: weights.bytes,
             context_len,
             n_layers: config.n_layers,

@@ -23,7 +23,8 @@ use crate::{
     gguf::GgufError,
     gpu::{GpuError, GpuInitError},
     kernels::KernelError,
-    model::ModelError,
+    model::{ModelError, ModelSourceError},
+    rdrr::RdrrError,
     tokenizer::{TemplateError, TokenizerError},
 };
 
@@ -36,6 +37,8 @@ pub enum GenerateError {
     Gpu(#[from] GpuError),
     #[error(transparent)]
     Gguf(#[from] GgufError),
+    #[error(transparent)]
+    Rdrr(#[from] RdrrError),
     #[error(transparent)]
     Model(#[from] ModelError),
     #[error(transparent)]
@@ -54,4 +57,13 @@ pub enum GenerateError {
     PromptTooLong { prompt_tokens: usize, context_len: usize },
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+}
+
+impl From<ModelSourceError> for GenerateError {
+    fn from(error: ModelSourceError) -> Self {
+        match error {
+            ModelSourceError::Gguf(error) => GenerateError::Gguf(error),
+            ModelSourceError::Rdrr(error) => GenerateError::Rdrr(error),
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::GenerateError;
 use crate::{
     gguf::GgufFile,
-    model::{limits::MAX_CONTEXT, ModelConfig},
+    model::{limits::MAX_CONTEXT, open_model_source, ModelConfig},
     tokenizer::{ChatTemplate, Tokenizer},
 };
 
@@ -23,9 +23,10 @@ pub struct ModelFile {
 }
 
 impl ModelFile {
-    /// Reads and checks `path`; nothing about the file is trusted.
+    /// Reads and checks `path` (a GGUF file, or an RDRR model's `rdrr.json` or folder);
+    /// nothing about the file is trusted.
     pub fn open(path: &Path) -> Result<ModelFile, GenerateError> {
-        let gguf = GgufFile::open(path)?;
+        let gguf = open_model_source(path)?;
         let config = ModelConfig::from_gguf(&gguf)?;
         let tokenizer = Tokenizer::from_gguf(&gguf)?;
         if tokenizer.vocab_size() as u32 != config.vocab_size {

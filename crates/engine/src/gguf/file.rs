@@ -32,7 +32,7 @@ pub struct TensorInfo {
     /// GGUF order: `dims[0]` is the contiguous row length.
     pub dims: Vec<u64>,
     pub ggml_type: GgmlType,
-    /// Absolute byte offset of the data in the file.
+    /// Absolute byte offset of the data in the file (in its shard, for an RDRR model).
     pub offset: u64,
     pub n_bytes: u64,
 }
@@ -61,19 +61,18 @@ impl TensorInfo {
 enum Storage {
     Mapped(Mmap),
     Owned(Vec<u8>),
+    /// Tensor data in several files (an RDRR model's shards); `tensor_shard[i]` is the shard
+    /// of tensor `i`, whose offset is within that shard.
+    Shards {
+        maps: Vec<Mmap>,
+        tensor_shard: Vec<usize>,
+    },
 }
 
-impl Storage {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Storage::Mapped(map) => map,
-            Storage::Owned(bytes) => bytes,
-        }
-    }
-}
-
-/// A parsed GGUF file (versions 2 and 3, little-endian). All structure is validated at open,
-/// so tensor data can be sliced without further checks.
+/// A parsed GGUF file (versions 2 and 3, little-endian), or another container presented as
+/// one (an RDRR manifest and its shards: see [`GgufFile::from_shards`]): metadata, a tensor
+/// table and each tensor's bytes. All structure is validated at open, so tensor data can be
+/// sliced without further checks.
 pub struct GgufFile {
     storage: Storage,
     source: String,
@@ -112,8 +111,41 @@ impl GgufFile {
         Self::parse(Storage::Owned(bytes), "<memory>".to_string())
     }
 
+    /// Metadata and tensors that another container (RDRR) has read and checked, with each
+    /// tensor's data in `maps[tensor_shard[i]]` at its `offset`. The caller has checked every
+    /// tensor's range lies within its shard and that names are unique.
+    pub(crate) fn from_shards(
+        source: String,
+        metadata: Metadata,
+        tensors: Vec<TensorInfo>,
+        tensor_shard: Vec<usize>,
+        maps: Vec<Mmap>,
+    ) -> GgufFile {
+        debug_assert_eq!(tensors.len(), tensor_shard.len());
+        debug_assert!(tensors
+            .iter()
+            .zip(&tensor_shard)
+            .all(|(t, &shard)| t.offset + t.n_bytes <= maps[shard].len() as u64));
+        let alignment = alignment_of(&metadata).unwrap_or(DEFAULT_ALIGNMENT);
+        GgufFile {
+            storage: Storage::Shards { maps, tensor_shard },
+            source,
+            version: 3,
+            alignment,
+            metadata,
+            tensor_index: tensors.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect(),
+            tensors,
+            data_offset: 0,
+        }
+    }
+
     fn parse(storage: Storage, source: String) -> Result<GgufFile, GgufError> {
-        let parsed = parse_structure(storage.bytes())
+        let bytes = match &storage {
+            Storage::Mapped(map) => &map[..],
+            Storage::Owned(bytes) => &bytes[..],
+            Storage::Shards { .. } => unreachable!("shards are never parsed as one GGUF"),
+        };
+        let parsed = parse_structure(bytes)
             .map_err(|problem| GgufError::Malformed { file: source.clone(), problem })?;
         Ok(GgufFile {
             storage,
@@ -159,14 +191,27 @@ impl GgufFile {
         self.data_offset
     }
 
+    /// Bytes of the file, or of all shards together.
     pub fn file_size(&self) -> u64 {
-        self.storage.bytes().len() as u64
+        match &self.storage {
+            Storage::Mapped(map) => map.len() as u64,
+            Storage::Owned(bytes) => bytes.len() as u64,
+            Storage::Shards { maps, .. } => maps.iter().map(|map| map.len() as u64).sum(),
+        }
     }
 
     /// The tensor's bytes. `info` must come from this file (its bounds were checked at open).
     pub fn tensor_data(&self, info: &TensorInfo) -> &[u8] {
+        let bytes: &[u8] = match &self.storage {
+            Storage::Mapped(map) => map,
+            Storage::Owned(bytes) => bytes,
+            Storage::Shards { maps, tensor_shard } => {
+                let index = self.tensor_index[&info.name];
+                &maps[tensor_shard[index]]
+            }
+        };
         let start = info.offset as usize;
-        &self.storage.bytes()[start..start + info.n_bytes as usize]
+        &bytes[start..start + info.n_bytes as usize]
     }
 
     /// `general.architecture`.
@@ -413,7 +458,7 @@ fn read_tensor_infos(cursor: &mut Cursor, tensor_count: u64) -> Result<Vec<Tenso
     Ok(infos)
 }
 
-fn tensor_byte_size(name: &str, dims: &[u64], ggml_type: GgmlType) -> Result<u64, Malformation> {
+pub(crate) fn tensor_byte_size(name: &str, dims: &[u64], ggml_type: GgmlType) -> Result<u64, Malformation> {
     let overflow = || Malformation::SizeOverflow {
         tensor: name.to_string(),
         type_name: ggml_type.name(),

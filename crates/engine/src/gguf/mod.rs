@@ -20,7 +20,8 @@ mod robustness_tests;
 pub(crate) mod test_models;
 
 pub use error::{GgufError, Malformation, Section};
-pub use file::{GgufFile, TensorInfo};
+pub(crate) use file::{tensor_byte_size, MAX_ARRAY_DEPTH, MAX_DIMS};
+pub use file::{GgufFile, TensorInfo, MAX_ARRAY_LEN, MAX_METADATA_ENTRIES, MAX_TENSORS};
 pub use ggml_type::GgmlType;
 pub use metadata::{Metadata, MetadataArray, MetadataValue, StringArray};
 pub use writer::{GgufWriteError, GgufWriter};

@@ -3,6 +3,7 @@
 
 mod arch;
 mod config;
+mod file;
 mod footprint;
 mod forward;
 pub mod limits;
@@ -11,6 +12,7 @@ mod weights;
 pub use arch::{Architecture, Llama3Scaling};
 use config::ConfigReader;
 pub use config::{LongRope, ModelConfig};
+pub use file::{open_model_source, ModelSourceError};
 pub use footprint::{FitAdvice, MemoryFootprint, ModelTooLarge, SessionShape};
 pub use forward::{Activations, ForwardGraph, ForwardMode, StepTail};
 pub use weights::{LayerWeights, ModelWeights, PostNorms, QkNormWeights, QkvBias};

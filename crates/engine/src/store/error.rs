@@ -1,7 +1,7 @@
 use std::{io, path::PathBuf};
 
 use super::byte_size::ByteSize;
-use crate::gguf::GgufError;
+use crate::model::ModelSourceError;
 
 /// Why a model store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -37,11 +37,12 @@ pub enum StoreError {
     SizeMismatch { what: String, expected: u64, actual: u64 },
     #[error("checksum mismatch for {what}: sha256 is {actual}, expected {expected}")]
     ChecksumMismatch { what: String, expected: String, actual: String },
-    #[error("{what} is not a usable GGUF model: {source}")]
+    #[error("{what} is not a usable model: {source}")]
     NotAModel {
         what: String,
+        /// Boxed: an RDRR manifest's problems are large, and every store call returns this.
         #[source]
-        source: GgufError,
+        source: Box<ModelSourceError>,
     },
     #[error("manifest {} is invalid: {reason}", path.display())]
     BadManifest { path: PathBuf, reason: String },

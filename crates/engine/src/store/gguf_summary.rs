@@ -1,17 +1,17 @@
-//! What `doppler models list` shows about a model file, read from its GGUF header.
+//! What `doppler models list` shows about a model file, read from its GGUF header or RDRR manifest.
 
 use std::path::Path;
 
-use crate::gguf::{GgufError, GgufFile};
+use crate::model::{open_model_source, ModelSourceError};
 
 pub(crate) struct GgufSummary {
     pub architecture: Option<String>,
     pub quantization: Option<String>,
 }
 
-/// Parses the file's header (the tensor data stays unread) and checks it is a whole GGUF file.
-pub(crate) fn summarize(path: &Path) -> Result<GgufSummary, GgufError> {
-    let gguf = GgufFile::open(path)?;
+/// Parses the model (a GGUF header, or an RDRR manifest with its shards checked) and checks it is whole.
+pub(crate) fn summarize(path: &Path) -> Result<GgufSummary, ModelSourceError> {
+    let gguf = open_model_source(path)?;
     Ok(GgufSummary {
         architecture: gguf.architecture().ok().map(str::to_string),
         quantization: gguf.file_type_label(),

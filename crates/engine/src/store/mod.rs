@@ -30,6 +30,7 @@ pub use location::{default_root, HOME_ENV};
 pub use lock::InstallLock;
 pub use manifest::{ManifestFile, ModelManifest, MANIFEST_FILE};
 pub use model_store::{InstalledModel, ModelStore};
+pub(crate) use names::is_plain_file_name;
 pub use names::{check_model_name, model_name_from_file};
 pub use verified_file::VerifiedFile;
 pub use wheel_source::{WheelSource, PIP_ENV, WHEELS_DIR_ENV};

@@ -3,6 +3,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use crate::rdrr::{is_rdrr_path, MANIFEST_FILE as RDRR_MANIFEST};
+
 use super::{
     checksum::{hash_file, parse_sha256},
     disk_space::ensure_free_space,
@@ -100,11 +102,15 @@ impl ModelStore {
         Ok(Some(InstalledModel::new(ModelManifest::read(&dir)?, dir)))
     }
 
-    /// A model file to load: an existing file path wins, then an installed model's name.
+    /// A model file to load: an existing file path (or an RDRR model's folder) wins, then an
+    /// installed model's name.
     pub fn resolve(&self, name_or_path: &str) -> Result<PathBuf, StoreError> {
         let as_path = Path::new(name_or_path);
         if as_path.is_file() {
             return Ok(as_path.to_path_buf());
+        }
+        if as_path.is_dir() && is_rdrr_path(as_path) {
+            return Ok(as_path.join(RDRR_MANIFEST));
         }
         if check_model_name(name_or_path).is_ok() {
             if let Some(model) = self.get(name_or_path)? {

@@ -133,7 +133,7 @@ impl<'a> Staging<'a> {
     ) -> Result<InstalledModel, StoreError> {
         let staged_dir = self.staged_model_dir();
         let summary = summarize(&staged_dir.join(&first.file_name))
-            .map_err(|source| StoreError::NotAModel { what: what.to_string(), source })?;
+            .map_err(|source| StoreError::NotAModel { what: what.to_string(), source: Box::new(source) })?;
         let manifest = ModelManifest {
             name: self.name.clone(),
             file_name: first.file_name,

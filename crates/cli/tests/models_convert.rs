@@ -1,0 +1,86 @@
+//! `doppler models convert`: a GGUF converted into the store as RDRR prints its installed
+//! name, shows in `doppler models list --json` and runs, giving the GGUF's greedy tokens.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+fn fixture(architecture: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/data/hf/{architecture}/model.gguf"))
+}
+
+fn doppler(home: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_doppler"));
+    command.env("DOPPLER_HOME", home);
+    command
+}
+
+fn run(command: &mut Command) -> Output {
+    let output = command.output().expect("the doppler binary runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+fn greedy_tokens(home: &Path, model: &str) -> serde_json::Value {
+    let output = run(doppler(home).args([
+        "run",
+        "--model",
+        model,
+        "--prompt",
+        "The quick brown fox",
+        "--raw",
+        "--json",
+        "--max-tokens",
+        "8",
+        "--ctx",
+        "64",
+    ]));
+    serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()["tokens"].clone()
+}
+
+#[test]
+fn a_converted_gguf_is_listed_and_runs_like_the_gguf() {
+    let home = tempfile::tempdir().unwrap();
+    let gguf = fixture("qwen2");
+    let output =
+        run(doppler(home.path()).args(["models", "convert"]).arg(&gguf).args(["--name", "qwen2-tiny"]));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.starts_with("converted qwen2-tiny "), "{stdout}");
+
+    let output = run(doppler(home.path()).args(["models", "list", "--json"]));
+    let listed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let model = &listed[0];
+    assert_eq!(model["name"], "qwen2-tiny", "{listed}");
+    assert_eq!(model["file_name"], "rdrr.json", "{listed}");
+    assert_eq!(model["architecture"], "qwen2", "{listed}");
+    assert_eq!(model["sha256"].as_str().map(str::len), Some(64), "{listed}");
+    assert!(!model["split_parts"].as_array().unwrap().is_empty(), "the shards: {listed}");
+
+    let from_gguf = greedy_tokens(home.path(), gguf.to_str().unwrap());
+    assert_eq!(greedy_tokens(home.path(), "qwen2-tiny"), from_gguf);
+
+    // The default name comes from the file name; a name taken is refused before converting.
+    let output = run(doppler(home.path()).args(["models", "convert"]).arg(&gguf));
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("converted model-rdrr "));
+    let output = doppler(home.path()).args(["models", "convert"]).arg(&gguf).output().unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("already installed"), "{output:?}");
+}
+
+#[test]
+fn convert_refuses_a_quantization_for_a_gguf_and_a_missing_source() {
+    let home = tempfile::tempdir().unwrap();
+    let output = doppler(home.path())
+        .args(["models", "convert"])
+        .arg(fixture("llama3"))
+        .args(["--quant", "F16"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--quant"), "{output:?}");
+    let output =
+        doppler(home.path()).args(["models", "convert", "/nonexistent/model.gguf"]).output().unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/model.gguf"), "{output:?}");
+}

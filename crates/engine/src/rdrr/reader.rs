@@ -1,0 +1,245 @@
+//! Reads an RDRR model into the engine's model-file view ([`GgufFile`]): metadata, tensor
+//! table and each tensor's bytes in its memory-mapped shard.
+
+use std::{
+    collections::HashSet,
+    fs::File,
+    io::Read,
+    path::{Path, PathBuf},
+};
+
+use memmap2::Mmap;
+use sha2::{Digest, Sha256};
+
+use super::{
+    error::{RdrrError, RdrrProblem},
+    manifest::RdrrManifest,
+    FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, MAX_MANIFEST_BYTES, MAX_SHARDS, MAX_SHARD_BYTES,
+};
+use crate::{
+    gguf::{tensor_byte_size, GgmlType, GgufFile, TensorInfo, MAX_DIMS, MAX_TENSORS},
+    store::{hash_into, is_plain_file_name, to_hex},
+};
+
+/// Opens the RDRR model at `path` (its `rdrr.json`, or the folder holding it): the manifest
+/// is checked against the limits and the shards on disk, every shard's size and sha256 is
+/// checked, then the shards are memory-mapped. Nothing in the manifest is trusted.
+pub fn open_rdrr(path: &Path) -> Result<GgufFile, RdrrError> {
+    let manifest_path = if path.is_dir() { path.join(MANIFEST_FILE) } else { path.to_path_buf() };
+    let manifest = read_manifest(&manifest_path)?;
+    let invalid = |problem| RdrrError::Invalid { path: manifest_path.clone(), problem };
+    check_shard_list(&manifest).map_err(invalid)?;
+    let metadata = manifest.to_metadata().map_err(invalid)?;
+    let (tensors, tensor_shard) = check_tensors(&manifest).map_err(invalid)?;
+    let dir = manifest_path.parent().unwrap_or(Path::new("."));
+    let maps = manifest
+        .shards
+        .iter()
+        .map(|shard| map_verified(&dir.join(&shard.file), shard.size, &shard.sha256))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(GgufFile::from_shards(manifest_path.display().to_string(), metadata, tensors, tensor_shard, maps))
+}
+
+fn read_manifest(path: &Path) -> Result<RdrrManifest, RdrrError> {
+    let io_error = |source| RdrrError::Io { path: path.to_path_buf(), source };
+    let file = File::open(path).map_err(io_error)?;
+    let size = file.metadata().map_err(io_error)?.len();
+    if size > MAX_MANIFEST_BYTES {
+        return Err(RdrrError::ManifestTooLarge {
+            path: path.to_path_buf(),
+            size,
+            limit: MAX_MANIFEST_BYTES,
+        });
+    }
+    let mut text = Vec::with_capacity(size as usize);
+    file.take(MAX_MANIFEST_BYTES).read_to_end(&mut text).map_err(io_error)?;
+    // The format and version are read first, so a newer manifest gets a version error rather
+    // than a complaint about a field this build does not know.
+    #[derive(serde::Deserialize)]
+    struct Header {
+        format: String,
+        format_version: u32,
+    }
+    let json_error = |source| RdrrError::ManifestJson { path: path.to_path_buf(), source };
+    let header: Header = serde_json::from_slice(&text).map_err(json_error)?;
+    if header.format != FORMAT_NAME {
+        return Err(RdrrError::NotRdrr { path: path.to_path_buf(), found: header.format });
+    }
+    if header.format_version != FORMAT_VERSION {
+        return Err(RdrrError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            version: header.format_version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    serde_json::from_slice(&text).map_err(json_error)
+}
+
+fn check_shard_list(manifest: &RdrrManifest) -> Result<(), RdrrProblem> {
+    if manifest.shards.len() > MAX_SHARDS {
+        return Err(RdrrProblem::TooMany {
+            what: "shards",
+            count: manifest.shards.len() as u64,
+            limit: MAX_SHARDS as u64,
+        });
+    }
+    if !(32..=65536).contains(&manifest.alignment) || !manifest.alignment.is_power_of_two() {
+        return Err(RdrrProblem::BadAlignment { value: manifest.alignment });
+    }
+    let mut files = HashSet::new();
+    for shard in &manifest.shards {
+        if !is_plain_file_name(&shard.file) || shard.file == MANIFEST_FILE {
+            return Err(RdrrProblem::ShardName { file: shard.file.clone() });
+        }
+        if !files.insert(shard.file.as_str()) {
+            return Err(RdrrProblem::DuplicateShard { file: shard.file.clone() });
+        }
+        if shard.size > MAX_SHARD_BYTES {
+            return Err(RdrrProblem::ShardTooLarge {
+                file: shard.file.clone(),
+                size: shard.size,
+                limit: MAX_SHARD_BYTES,
+            });
+        }
+        let is_hex =
+            shard.sha256.len() == 64 && shard.sha256.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if !is_hex {
+            return Err(RdrrProblem::BadChecksum { file: shard.file.clone(), value: shard.sha256.clone() });
+        }
+    }
+    Ok(())
+}
+
+/// The tensor table as the engine sees it (ggml-order dims, offsets within their shard),
+/// every entry checked: its type known, its byte length its type and shape's, its range
+/// aligned, inside its shard and overlapping no other.
+fn check_tensors(manifest: &RdrrManifest) -> Result<(Vec<TensorInfo>, Vec<usize>), RdrrProblem> {
+    let count = manifest.tensors.len() as u64;
+    if count > MAX_TENSORS {
+        return Err(RdrrProblem::TooMany { what: "tensors", count, limit: MAX_TENSORS });
+    }
+    let mut names = HashSet::new();
+    let mut infos = Vec::with_capacity(manifest.tensors.len());
+    let mut shard_of = Vec::with_capacity(manifest.tensors.len());
+    for entry in &manifest.tensors {
+        let tensor = || entry.name.clone();
+        if !names.insert(entry.name.as_str()) {
+            return Err(RdrrProblem::DuplicateTensor { tensor: tensor() });
+        }
+        if entry.shape.is_empty() || entry.shape.len() > MAX_DIMS as usize {
+            return Err(RdrrProblem::DimensionCount { tensor: tensor(), n_dims: entry.shape.len() });
+        }
+        let ty = GgmlType::all()
+            .find(|ty| ty.name() == entry.ty)
+            .ok_or_else(|| RdrrProblem::UnknownType { tensor: tensor(), ty: entry.ty.clone() })?;
+        let dims: Vec<u64> = entry.shape.iter().rev().copied().collect();
+        if dims.contains(&0) {
+            return Err(crate::gguf::Malformation::ZeroDimension { tensor: tensor(), dims }.into());
+        }
+        let expected = tensor_byte_size(&entry.name, &dims, ty)?;
+        if expected != entry.bytes {
+            return Err(RdrrProblem::ByteLength {
+                tensor: tensor(),
+                ty: ty.name(),
+                shape: entry.shape.clone(),
+                expected,
+                stated: entry.bytes,
+            });
+        }
+        let shard = manifest.shards.get(entry.shard).ok_or_else(|| RdrrProblem::NoSuchShard {
+            tensor: tensor(),
+            shard: entry.shard,
+            shards: manifest.shards.len(),
+        })?;
+        if !entry.offset.is_multiple_of(manifest.alignment) {
+            return Err(RdrrProblem::Misaligned {
+                tensor: tensor(),
+                offset: entry.offset,
+                alignment: manifest.alignment,
+            });
+        }
+        if entry.offset.checked_add(entry.bytes).is_none_or(|end| end > shard.size) {
+            return Err(RdrrProblem::PastShardEnd {
+                tensor: tensor(),
+                shard: shard.file.clone(),
+                offset: entry.offset,
+                bytes: entry.bytes,
+                shard_size: shard.size,
+            });
+        }
+        infos.push(TensorInfo {
+            name: entry.name.clone(),
+            dims,
+            ggml_type: ty,
+            offset: entry.offset,
+            n_bytes: entry.bytes,
+        });
+        shard_of.push(entry.shard);
+    }
+    check_no_overlap(manifest, &infos, &shard_of)?;
+    Ok((infos, shard_of))
+}
+
+/// Two tensors sharing bytes would alias each other's weights: a crafted manifest, never a writer's.
+fn check_no_overlap(
+    manifest: &RdrrManifest,
+    infos: &[TensorInfo],
+    shard_of: &[usize],
+) -> Result<(), RdrrProblem> {
+    let mut order: Vec<usize> = (0..infos.len()).collect();
+    order.sort_unstable_by_key(|&i| (shard_of[i], infos[i].offset));
+    for pair in order.windows(2) {
+        let (first, second) = (pair[0], pair[1]);
+        // Both ends lie within the shard, so the sum does not overflow.
+        if shard_of[first] == shard_of[second]
+            && infos[first].offset + infos[first].n_bytes > infos[second].offset
+        {
+            return Err(RdrrProblem::Overlap {
+                first: infos[first].name.clone(),
+                second: infos[second].name.clone(),
+                shard: manifest.shards[shard_of[first]].file.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Maps a shard after checking its size and sha256 against the manifest's. The hash reads
+/// the file rather than the map, so checking a many-gigabyte model leaves its pages in the
+/// page cache, not resident in this process, until the weights are uploaded.
+fn map_verified(path: &Path, expected_size: u64, expected_sha256: &str) -> Result<Mmap, RdrrError> {
+    let io_error = |source| RdrrError::Io { path: PathBuf::from(path), source };
+    let mut file = File::open(path).map_err(io_error)?;
+    let actual = file.metadata().map_err(io_error)?.len();
+    if actual != expected_size {
+        return Err(RdrrError::ShardSize { path: path.to_path_buf(), expected: expected_size, actual });
+    }
+    let mut hasher = Sha256::new();
+    let hashed = hash_into(&mut hasher, &mut file).map_err(io_error)?;
+    let sha256 = to_hex(&hasher.finalize());
+    if hashed != expected_size {
+        return Err(RdrrError::ShardSize {
+            path: path.to_path_buf(),
+            expected: expected_size,
+            actual: hashed,
+        });
+    }
+    if sha256 != expected_sha256 {
+        return Err(RdrrError::ShardChecksum {
+            path: path.to_path_buf(),
+            expected: expected_sha256.to_string(),
+            actual: sha256,
+        });
+    }
+    // SAFETY: the map is read-only. Another process rewriting the shard while it is open is
+    // outside what we can guard against (as for every mmap reader).
+    let map = unsafe { Mmap::map(&file) }.map_err(io_error)?;
+    if map.len() as u64 != expected_size {
+        return Err(RdrrError::ShardSize {
+            path: path.to_path_buf(),
+            expected: expected_size,
+            actual: map.len() as u64,
+        });
+    }
+    Ok(map)
+}

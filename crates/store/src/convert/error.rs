@@ -1,0 +1,59 @@
+use std::path::{Path, PathBuf};
+
+use doppler_engine::{gguf::GgufError, rdrr::RdrrWriteError, store::StoreError};
+
+/// Why a conversion failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConvertError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Gguf(#[from] GgufError),
+    #[error(transparent)]
+    Write(#[from] RdrrWriteError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot make a model name from {}; pass --name", path.display())]
+    NoName { path: PathBuf },
+    #[error("{}: {reason}", path.display())]
+    Json { path: PathBuf, reason: String },
+    #[error("{}: not a valid safetensors file: {reason}", path.display())]
+    Safetensors { path: PathBuf, reason: String },
+    #[error("{} holds no .safetensors files", folder.display())]
+    NoSafetensors { folder: PathBuf },
+    #[error("model_type '{model_type}' does not convert (llama, mistral, qwen2 and qwen3 do)")]
+    UnsupportedArchitecture { model_type: String },
+    #[error("config.json has no '{key}'")]
+    MissingConfig { key: &'static str },
+    #[error("config.json '{key}': {reason}")]
+    InvalidConfig { key: &'static str, reason: String },
+    #[error("tokenizer: {reason}")]
+    Tokenizer { reason: String },
+    #[error("the model has no tensor '{name}'")]
+    MissingTensor { name: String },
+    #[error("tensor '{tensor}' has shape {shape:?}, which does not convert")]
+    Shape { tensor: String, shape: Vec<u64> },
+    #[error("tensor '{tensor}' is {dtype}; F32, F16 and BF16 convert")]
+    UnsupportedDtype { tensor: String, dtype: String },
+    #[error("tensor '{tensor}': {source}")]
+    Quantize {
+        tensor: String,
+        #[source]
+        source: doppler_engine::quant::QuantError,
+    },
+    #[error("unknown quantization '{quant}' (Q8_0 and F16 are supported)")]
+    UnknownQuant { quant: String },
+    #[error("a GGUF converts with its own weight types; --quant {quant:?} applies to safetensors folders")]
+    QuantForGguf { quant: super::TargetQuant },
+}
+
+impl ConvertError {
+    pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ConvertError {
+        let path = path.to_path_buf();
+        move |source| ConvertError::Io { path, source }
+    }
+}
