@@ -24,6 +24,14 @@ const COMMANDS: &[&str] = &[
     "fetch_default_model",
     "import_model_file",
     "remove_model",
+    "search_models",
+    "repo_files",
+    "recommended_models",
+    "watch_downloads",
+    "start_download",
+    "pause_download",
+    "resume_download",
+    "cancel_download",
 ];
 
 fn main() {

@@ -67,6 +67,14 @@ pub fn run() {
             core::models::commands::fetch_default_model,
             core::models::commands::import_model_file,
             core::models::commands::remove_model,
+            core::downloads::commands::search_models,
+            core::downloads::commands::repo_files,
+            core::downloads::commands::recommended_models,
+            core::downloads::commands::watch_downloads,
+            core::downloads::commands::start_download,
+            core::downloads::commands::pause_download,
+            core::downloads::commands::resume_download,
+            core::downloads::commands::cancel_download,
         ])
         .build(tauri::generate_context!("../tauri.conf.json"))
         .expect("the app's configuration is valid");

@@ -11,7 +11,7 @@ mod weights;
 pub use arch::{Architecture, Llama3Scaling};
 use config::ConfigReader;
 pub use config::{LongRope, ModelConfig};
-pub use footprint::{FitAdvice, MemoryFootprint, ModelTooLarge, SessionShape};
+pub use footprint::{quantization_bits, FitAdvice, MemoryFootprint, ModelTooLarge, SessionShape};
 pub use forward::{Activations, ForwardGraph, ForwardMode, StepTail};
 pub use weights::{LayerWeights, ModelWeights, PostNorms, QkNormWeights, QkvBias};
 
