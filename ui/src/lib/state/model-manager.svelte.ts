@@ -116,11 +116,11 @@ class ModelManager {
   }
 
   async pause(id: number) {
-    await this.act(id, 'pause', () => api.pauseDownload(id));
+    await this.act('pause', () => api.pauseDownload(id));
   }
 
   async resume(id: number) {
-    await this.act(id, 'resume', () => api.resumeDownload(id));
+    await this.act('resume', () => api.resumeDownload(id));
   }
 
   /** Stops a download and deletes its partial files, or clears a finished one. */
@@ -143,7 +143,7 @@ class ModelManager {
     }
   }
 
-  private async act(id: number, verb: string, call: () => Promise<Download>) {
+  private async act(verb: string, call: () => Promise<Download>) {
     try {
       this.apply(await call(), false);
     } catch (error) {

@@ -11,10 +11,11 @@ const api = vi.hoisted(() => ({
   resumeDownload: vi.fn(),
   cancelDownload: vi.fn(),
   recommendedModels: vi.fn(),
-  listModels: vi.fn(),
 }));
+const models = vi.hoisted(() => ({ refresh: vi.fn() }));
 
 vi.mock('../api', async (importOriginal) => ({ ...(await importOriginal<typeof import('../api')>()), api }));
+vi.mock('./models.svelte', () => ({ models }));
 
 const { fitLabel, formatEta, modelManager } = await import('./model-manager.svelte');
 
@@ -39,7 +40,6 @@ function download(overrides: Partial<Download> = {}): Download {
 beforeEach(() => {
   vi.clearAllMocks();
   modelManager.downloads = [];
-  api.listModels.mockResolvedValue({ installed: [], availableDefaults: [] });
 });
 
 describe('model manager state', () => {
@@ -55,11 +55,11 @@ describe('model manager state', () => {
     push(download({ done: 600, bytesPerSecond: 100, etaSeconds: 4 }));
     expect(modelManager.downloads).toHaveLength(1);
     expect(modelManager.downloads[0].done).toBe(600);
-    expect(api.listModels).not.toHaveBeenCalled();
+    expect(models.refresh).not.toHaveBeenCalled();
 
     // A finished download makes the models list read again: the model can be loaded.
     push(download({ done: 1000, status: 'done', modelId: 'tiny-q8_0' }));
-    expect(api.listModels).toHaveBeenCalledTimes(1);
+    expect(models.refresh).toHaveBeenCalledTimes(1);
     expect(modelManager.downloadOf('org/Tiny-GGUF', 'tiny-Q8_0.gguf')?.modelId).toBe('tiny-q8_0');
 
     await modelManager.watch();
