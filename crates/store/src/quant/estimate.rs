@@ -62,8 +62,7 @@ impl DecoderShape {
     const FIXED_SCRATCH: u64 = 16 << 20;
 
     fn of(parameters: f64) -> DecoderShape {
-        let width =
-            (Self::WIDTH_PER_LAYER * parameters / Self::PARAMETERS_PER_WIDTH_SQUARED).max(1.0).cbrt();
+        let width = (Self::WIDTH_PER_LAYER * parameters / Self::PARAMETERS_PER_WIDTH_SQUARED).max(1.0).cbrt();
         DecoderShape { width }
     }
 
@@ -109,9 +108,8 @@ pub fn assess_choices(
     session: &PlannedSession,
 ) -> Vec<AssessedChoice> {
     let needed = |choice: &GgufChoice| estimate_footprint(choice, session).total();
-    let recommended_name = budget
-        .and_then(|budget| recommend(&choices, budget, needed))
-        .map(|choice| choice.name.clone());
+    let recommended_name =
+        budget.and_then(|budget| recommend(&choices, budget, needed)).map(|choice| choice.name.clone());
     choices
         .into_iter()
         .map(|choice| {

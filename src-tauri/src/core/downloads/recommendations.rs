@@ -26,11 +26,8 @@ const LLAMA_3_2_3B: CuratedModel = CuratedModel {
     repo: "bartowski/Llama-3.2-3B-Instruct-GGUF",
     quantization: "Q4_K_M",
 };
-const QWEN_2_5_7B: CuratedModel = CuratedModel {
-    title: "Qwen2.5 7B",
-    repo: "bartowski/Qwen2.5-7B-Instruct-GGUF",
-    quantization: "Q4_K_M",
-};
+const QWEN_2_5_7B: CuratedModel =
+    CuratedModel { title: "Qwen2.5 7B", repo: "bartowski/Qwen2.5-7B-Instruct-GGUF", quantization: "Q4_K_M" };
 
 /// Best first. A CPU-emulated adapter (or none known) gets the small models that answer at a
 /// readable pace there; unified memory and small GPUs the 3B–4B ones; 16 GiB GPUs a 7B.

@@ -156,17 +156,20 @@ impl DownloadService {
                     continue;
                 }
             };
-            let choice = assess_choices(gguf_choices(&files), memory.budget, &session).into_iter().find(
-                |assessed| {
+            let choice =
+                assess_choices(gguf_choices(&files), memory.budget, &session).into_iter().find(|assessed| {
                     assessed
                         .choice
                         .quantization
                         .as_deref()
                         .is_some_and(|label| label.eq_ignore_ascii_case(curated.quantization))
-                },
-            );
+                });
             if let Some(choice) = choice {
-                found.push(Recommendation { title: curated.title.to_string(), repo: curated.repo.to_string(), choice });
+                found.push(Recommendation {
+                    title: curated.title.to_string(),
+                    repo: curated.repo.to_string(),
+                    choice,
+                });
             }
         }
         found
@@ -177,15 +180,14 @@ impl DownloadService {
     pub fn start(self: &Arc<Self>, repo: &str, choice: &str) -> Result<Download, DownloadsError> {
         self.store()?;
         let files = self.client(self.hub.clone())?.list_files(repo, REVISION)?;
-        let chosen = gguf_choices(&files).into_iter().find(|candidate| candidate.name == choice).ok_or_else(
-            || DownloadsError::NoSuchChoice { repo: repo.to_string(), choice: choice.to_string() },
-        )?;
+        let chosen =
+            gguf_choices(&files).into_iter().find(|candidate| candidate.name == choice).ok_or_else(|| {
+                DownloadsError::NoSuchChoice { repo: repo.to_string(), choice: choice.to_string() }
+            })?;
         let mut downloads = self.lock();
-        if let Some(existing) = downloads
-            .entries
-            .iter()
-            .find(|download| download.repo == repo && download.choice == choice && download.status != DownloadStatus::Failed)
-        {
+        if let Some(existing) = downloads.entries.iter().find(|download| {
+            download.repo == repo && download.choice == choice && download.status != DownloadStatus::Failed
+        }) {
             return Ok(existing.clone());
         }
         downloads.entries.retain(|download| !(download.repo == repo && download.choice == choice));
@@ -215,11 +217,13 @@ impl DownloadService {
     pub fn pause(&self, id: u64) -> Result<Download, DownloadsError> {
         let mut downloads = self.lock();
         let download = find(&mut downloads.entries, id)?;
-        if download.status == DownloadStatus::Downloading {
-            download.status = DownloadStatus::Paused;
-            download.bytes_per_second = 0.0;
-            download.eta_seconds = None;
+        // Installing is a moment's work that has checked every byte: it finishes.
+        if download.status != DownloadStatus::Downloading {
+            return Ok(download.clone());
         }
+        download.status = DownloadStatus::Paused;
+        download.bytes_per_second = 0.0;
+        download.eta_seconds = None;
         let paused = download.clone();
         if let Some((cancel, _)) = downloads.threads.get(&id) {
             cancel.cancel();
@@ -302,7 +306,7 @@ impl DownloadService {
                 selection: Selection::File(download.files[0].path.clone()),
                 name: None,
             };
-            let mut last_emit = Instant::now() - PROGRESS_INTERVAL;
+            let mut last_emit = None;
             let mut on_event = |event: PullEvent| self.progress(id, event, &mut last_emit);
             Ok(pull(&client, store, &request, &self.policy, cancel, &mut on_event))
         });
@@ -333,7 +337,7 @@ impl DownloadService {
         self.emit(&finished);
     }
 
-    fn progress(&self, id: u64, event: PullEvent, last_emit: &mut Instant) {
+    fn progress(&self, id: u64, event: PullEvent, last_emit: &mut Option<Instant>) {
         let mut downloads = self.lock();
         let Ok(entry) = find(&mut downloads.entries, id) else { return };
         let mut status_changed = false;
@@ -356,8 +360,8 @@ impl DownloadService {
             }
             PullEvent::Chosen { .. } => {}
         }
-        if status_changed || last_emit.elapsed() >= PROGRESS_INTERVAL {
-            *last_emit = Instant::now();
+        if status_changed || last_emit.is_none_or(|last| last.elapsed() >= PROGRESS_INTERVAL) {
+            *last_emit = Some(Instant::now());
             let view = entry.clone();
             if status_changed {
                 self.save(&downloads);
@@ -453,8 +457,11 @@ fn read_list(path: &Path) -> Vec<Download> {
 /// and lock files.
 fn remove_partial_files(dir: &Path, download: &Download) {
     for file in &download.files {
-        let remote =
-            RemoteFile { repo: download.repo.clone(), revision: download.revision.clone(), file: file.into() };
+        let remote = RemoteFile {
+            repo: download.repo.clone(),
+            revision: download.revision.clone(),
+            file: file.into(),
+        };
         let part = part_path(dir, &remote);
         let mut lock = part.clone().into_os_string();
         lock.push(".lock");
@@ -462,7 +469,9 @@ fn remove_partial_files(dir: &Path, download: &Download) {
             match fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                Err(error) => tracing::warn!(%error, path = %path.display(), "could not remove a partial download"),
+                Err(error) => {
+                    tracing::warn!(%error, path = %path.display(), "could not remove a partial download")
+                }
             }
         }
     }
