@@ -109,7 +109,10 @@ class ModelManager {
 
   async start(repo: string, choice: string) {
     try {
-      this.apply(await api.startDownload(repo, choice), false);
+      const started = await api.startDownload(repo, choice);
+      // A failed download of the same model gives way to the new one.
+      this.downloads = this.downloads.filter((d) => d.id === started.id || d.repo !== repo || d.choice !== choice);
+      this.apply(started, false);
     } catch (error) {
       toasts.show('error', `Could not download ${choice}`, errorMessage(error));
     }

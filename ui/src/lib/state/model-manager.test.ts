@@ -72,8 +72,10 @@ describe('model manager state', () => {
     api.resumeDownload.mockResolvedValue(download({ id: 4 }));
     api.cancelDownload.mockResolvedValue(undefined);
 
+    modelManager.downloads = [download({ id: 3, status: 'failed', message: 'checksum mismatch' })];
     await modelManager.start('org/Tiny-GGUF', 'tiny-Q8_0.gguf');
     expect(api.startDownload).toHaveBeenCalledWith('org/Tiny-GGUF', 'tiny-Q8_0.gguf');
+    expect(modelManager.downloads.map((d) => d.id)).toEqual([4]);
     await modelManager.pause(4);
     expect(modelManager.downloads[0].status).toBe('paused');
     await modelManager.resume(4);
