@@ -167,9 +167,15 @@ fn a_download_reports_progress_installs_the_model_and_is_remembered() {
     assert_eq!(changes.last().unwrap().status, DownloadStatus::Done);
     assert_eq!(saved_list(&setup.list_path())[0].status, DownloadStatus::Done);
 
-    // Starting it again gives the listed download rather than a second one.
+    // Starting it again gives the listed download rather than a second one, until the model
+    // is deleted.
     assert_eq!(service.start(REPO, FILE).unwrap().id, started.id);
     assert!(service.start(REPO, "no-such.gguf").is_err());
+    setup.store().remove("llama-tiny-q8_0").unwrap();
+    let again = service.start(REPO, FILE).unwrap();
+    assert_ne!(again.id, started.id);
+    wait_for("the second download is done", || status_of(&service, again.id).status == DownloadStatus::Done);
+    assert_eq!(service.list().len(), 1, "the new download took the old one's place");
 }
 
 #[test]

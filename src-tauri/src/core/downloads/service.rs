@@ -178,16 +178,26 @@ impl DownloadService {
     /// Starts downloading `repo`'s model `choice` (a name from `repo`'s view), or returns the
     /// download of it already in the list (blocking: asks the Hub for the files).
     pub fn start(self: &Arc<Self>, repo: &str, choice: &str) -> Result<Download, DownloadsError> {
-        self.store()?;
+        let store = self.store()?;
         let files = self.client(self.hub.clone())?.list_files(repo, REVISION)?;
         let chosen =
             gguf_choices(&files).into_iter().find(|candidate| candidate.name == choice).ok_or_else(|| {
                 DownloadsError::NoSuchChoice { repo: repo.to_string(), choice: choice.to_string() }
             })?;
         let mut downloads = self.lock();
-        if let Some(existing) = downloads.entries.iter().find(|download| {
-            download.repo == repo && download.choice == choice && download.status != DownloadStatus::Failed
-        }) {
+        // A failed download starts over, and so does a finished one whose model was deleted.
+        let still_good = |download: &Download| match download.status {
+            DownloadStatus::Failed => false,
+            DownloadStatus::Done => {
+                download.model_id.as_deref().is_some_and(|name| matches!(store.get(name), Ok(Some(_))))
+            }
+            _ => true,
+        };
+        if let Some(existing) = downloads
+            .entries
+            .iter()
+            .find(|download| download.repo == repo && download.choice == choice && still_good(download))
+        {
             return Ok(existing.clone());
         }
         downloads.entries.retain(|download| !(download.repo == repo && download.choice == choice));

@@ -107,6 +107,15 @@ class ModelManager {
     return this.downloads.find((download) => download.repo === repo && download.choice === choice);
   }
 
+  /** The download of a repository's model that stands: not failed, and if done, its model is
+   * still installed. Without one, the model can be downloaded (again). */
+  liveDownloadOf(repo: string, choice: string): Download | undefined {
+    const download = this.downloadOf(repo, choice);
+    if (download?.status === 'failed') return undefined;
+    if (download?.status === 'done' && !models.installed.some((model) => model.id === download.modelId)) return undefined;
+    return download;
+  }
+
   async start(repo: string, choice: string) {
     try {
       const started = await api.startDownload(repo, choice);

@@ -12,7 +12,7 @@ const api = vi.hoisted(() => ({
   cancelDownload: vi.fn(),
   recommendedModels: vi.fn(),
 }));
-const models = vi.hoisted(() => ({ refresh: vi.fn() }));
+const models = vi.hoisted(() => ({ refresh: vi.fn(), installed: [] as { id: string }[] }));
 
 vi.mock('../api', async (importOriginal) => ({ ...(await importOriginal<typeof import('../api')>()), api }));
 vi.mock('./models.svelte', () => ({ models }));
@@ -64,6 +64,12 @@ describe('model manager state', () => {
 
     await modelManager.watch();
     expect(api.watchDownloads).toHaveBeenCalledTimes(1);
+
+    // Once its model is deleted, a finished download no longer stands in the way of another.
+    models.installed = [{ id: 'tiny-q8_0' }];
+    expect(modelManager.liveDownloadOf('org/Tiny-GGUF', 'tiny-Q8_0.gguf')?.status).toBe('done');
+    models.installed = [];
+    expect(modelManager.liveDownloadOf('org/Tiny-GGUF', 'tiny-Q8_0.gguf')).toBeUndefined();
   });
 
   it('starts, pauses, resumes and cancels through the app', async () => {
