@@ -200,8 +200,9 @@ impl DownloadService {
         {
             return Ok(existing.clone());
         }
-        downloads.entries.retain(|download| !(download.repo == repo && download.choice == choice));
+        // Before the download it replaces leaves: a new id, never one the UI still shows.
         let id = downloads.entries.iter().map(|download| download.id).max().unwrap_or(0) + 1;
+        downloads.entries.retain(|download| !(download.repo == repo && download.choice == choice));
         let download = Download {
             id,
             repo: repo.to_string(),
