@@ -22,9 +22,10 @@ const FILE = 'SmolLM2-135M-Instruct-Q8_0.gguf';
 // What the store names a model pulled from FILE.
 const PULLED = 'smollm2-135m-instruct-q8_0';
 const DEFAULT_MODEL = 'smollm2-135m-instruct';
-// The first request trickles (so there is progress to see and time to pause); the resumed
-// one, asked with a Range, runs at full speed.
-const TRICKLE_CHUNK = 256 * 1024;
+// The first request trickles over about TRICKLE_CHUNKS × TRICKLE_INTERVAL_MS whatever the
+// file's size (so there is progress to see and time to pause); the resumed one, asked with a
+// Range, runs at full speed.
+const TRICKLE_CHUNKS = 500;
 const TRICKLE_INTERVAL_MS = 20;
 const MODEL_READY_MS = 240_000;
 const DOWNLOAD_MS = 180_000;
@@ -88,7 +89,8 @@ async function startHub(modelPath) {
       const headers = { 'content-length': String(size - start), 'accept-ranges': 'bytes' };
       if (range) headers['content-range'] = `bytes ${start}-${size - 1}/${size}`;
       res.writeHead(range ? 206 : 200, headers);
-      const body = createReadStream(modelPath, { start, highWaterMark: TRICKLE_CHUNK });
+      const chunk = range ? 1 << 20 : Math.max(1024, Math.ceil(size / TRICKLE_CHUNKS));
+      const body = createReadStream(modelPath, { start, highWaterMark: chunk });
       res.on('close', () => body.destroy());
       for await (const chunk of body) {
         if (res.destroyed) return;
