@@ -28,6 +28,14 @@ const COMMANDS: &[&str] = &[
     "adapter_facts",
     "profiler_memory",
     "export_profile",
+    "search_models",
+    "repo_files",
+    "recommended_models",
+    "watch_downloads",
+    "start_download",
+    "pause_download",
+    "resume_download",
+    "cancel_download",
 ];
 
 fn main() {

@@ -71,6 +71,14 @@ pub fn run() {
             core::profiler::commands::adapter_facts,
             core::profiler::commands::profiler_memory,
             core::profiler::commands::export_profile,
+            core::downloads::commands::search_models,
+            core::downloads::commands::repo_files,
+            core::downloads::commands::recommended_models,
+            core::downloads::commands::watch_downloads,
+            core::downloads::commands::start_download,
+            core::downloads::commands::pause_download,
+            core::downloads::commands::resume_download,
+            core::downloads::commands::cancel_download,
         ])
         .build(tauri::generate_context!("../tauri.conf.json"))
         .expect("the app's configuration is valid");

@@ -8,7 +8,9 @@ app=$(realpath "$1")
 seed=$(realpath "$2")
 cd "$(dirname "$0")"
 
-# The store `make models` filled, found before XDG_DATA_HOME moves for the test.
+# The store `make models` filled, found before XDG_DATA_HOME moves for the test. (A spec that
+# needs a store or a Hub of its own, like model-manager.test.mjs, sets DOPPLER_HOME and
+# HF_ENDPOINT before it starts tauri-driver, whose app inherits them.)
 export DOPPLER_HOME="${DOPPLER_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/doppler}"
 if [[ ! -f "$DOPPLER_HOME/models/smollm2-135m-instruct/model.json" ]]; then
   echo "e2e: the default model is not installed in $DOPPLER_HOME; run \`make models\` first" >&2

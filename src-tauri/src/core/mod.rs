@@ -4,6 +4,7 @@
 pub mod app;
 pub mod chat;
 pub mod conversations;
+pub mod downloads;
 pub mod engine;
 pub mod models;
 pub mod profiler;

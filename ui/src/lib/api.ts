@@ -125,6 +125,43 @@ export type AppStatus = { version: string; databasePath: string; notices: Startu
 export type QueuedGeneration = { generationId: number; conversationId: number };
 export type QueueView = { running: QueuedGeneration | null; waiting: QueuedGeneration[] };
 
+/** A search result of the Hugging Face Hub. */
+export type HubModel = { id: string; downloads: number | null; likes: number | null };
+
+export type Fit = 'fits' | 'tight' | 'too-big';
+export type MemoryTier = 'dedicated-large' | 'dedicated-small' | 'unified' | 'cpu';
+
+/** A repository's GGUF model with its estimated footprint (the store crate's snake_case). */
+export type AssessedChoice = {
+  quantization: string | null;
+  name: string;
+  files: { path: string; size: number; sha256: string | null }[];
+  size: number;
+  footprint: { weights: number; kv_cache: number; scratch: number };
+  fit: Fit | null;
+  recommended: boolean;
+};
+
+export type MachineMemory = { budget: number | null; tier: MemoryTier | null; kvF16: boolean };
+export type RepoView = { repo: string; memory: MachineMemory; contextLen: number; choices: AssessedChoice[] };
+export type Recommendation = { title: string; repo: string; choice: AssessedChoice };
+
+export type DownloadStatus = 'downloading' | 'paused' | 'installing' | 'done' | 'failed';
+export type Download = {
+  id: number;
+  repo: string;
+  revision: string;
+  choice: string;
+  label: string;
+  total: number;
+  done: number;
+  bytesPerSecond: number;
+  etaSeconds: number | null;
+  status: DownloadStatus;
+  modelId: string | null;
+  message: string | null;
+};
+
 export function channel<T>(onMessage: (message: T) => void): Channel<T> {
   const ch = new Channel<T>();
   ch.onmessage = onMessage;
@@ -169,6 +206,15 @@ export const api = {
     invoke<void>('fetch_default_model', { modelId, onProgress: channel(onProgress) }),
   importModelFile: () => invoke<string | null>('import_model_file'),
   removeModel: (modelId: string) => invoke<void>('remove_model', { modelId }),
+
+  searchModels: (query: string) => invoke<HubModel[]>('search_models', { query }),
+  repoFiles: (repo: string) => invoke<RepoView>('repo_files', { repo }),
+  recommendedModels: () => invoke<Recommendation[]>('recommended_models'),
+  watchDownloads: (onChange: (download: Download) => void) => invoke<Download[]>('watch_downloads', { onChange: channel(onChange) }),
+  startDownload: (repo: string, choice: string) => invoke<Download>('start_download', { repo, choice }),
+  pauseDownload: (id: number) => invoke<Download>('pause_download', { id }),
+  resumeDownload: (id: number) => invoke<Download>('resume_download', { id }),
+  cancelDownload: (id: number) => invoke<void>('cancel_download', { id }),
 };
 
 /** A failed command's message (commands reject with the error's text). */

@@ -56,7 +56,8 @@ enum ModelsCommand {
         repo: String,
         #[arg(long, default_value = "main")]
         revision: String,
-        /// Judge each quantization against this memory budget (e.g. 8GiB) and recommend one.
+        /// Judge each quantization's estimated memory need (weights, KV cache for 8192 tokens,
+        /// scratch) against this budget (e.g. 8GiB) and recommend one.
         #[arg(long)]
         budget: Option<bytesize::ByteSize>,
         #[arg(long)]

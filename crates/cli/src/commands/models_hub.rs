@@ -9,11 +9,10 @@ use doppler_store::{
     download::{CancelToken, RetryPolicy},
     hub::{HubClient, HubConfig},
     pull,
-    quant::{gguf_choices, recommend, Fit, GgufChoice},
+    quant::{assess_choices, gguf_choices, Fit, PlannedSession},
     PullEvent, PullOutcome, PullRequest, Selection,
 };
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
 
 fn client() -> Result<HubClient> {
     HubClient::new(HubConfig::from_env()).context("setting up the Hugging Face Hub client")
@@ -36,29 +35,9 @@ pub fn search(query: &str, limit: usize, json: bool) -> Result<()> {
     Ok(())
 }
 
-#[derive(Serialize)]
-struct ListedChoice<'c> {
-    #[serde(flatten)]
-    choice: &'c GgufChoice,
-    /// Against `--budget`, when given (the file size stands for the memory need for now).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fit: Option<Fit>,
-    recommended: bool,
-}
-
 pub fn files(repo: &str, revision: &str, budget: Option<u64>, json: bool) -> Result<()> {
     let files = client()?.list_files(repo, revision)?;
-    let choices = gguf_choices(&files);
-    let needed = |choice: &GgufChoice| choice.size;
-    let recommended = budget.and_then(|budget| recommend(&choices, budget, needed));
-    let listed: Vec<ListedChoice> = choices
-        .iter()
-        .map(|choice| ListedChoice {
-            choice,
-            fit: budget.map(|budget| Fit::of(needed(choice), budget)),
-            recommended: recommended.is_some_and(|best| std::ptr::eq(best, choice)),
-        })
-        .collect();
+    let listed = assess_choices(gguf_choices(&files), budget, &PlannedSession::default());
     if json {
         println!("{}", serde_json::to_string_pretty(&listed)?);
         return Ok(());
@@ -67,16 +46,17 @@ pub fn files(repo: &str, revision: &str, budget: Option<u64>, json: bool) -> Res
         eprintln!("{repo} has no GGUF model files");
         return Ok(());
     }
-    let label_width = choices.iter().map(|choice| choice.label().len()).max().unwrap_or(0).max(5);
-    println!("{:<label_width$}  {:>9}  {:<8}  FILES", "QUANT", "SIZE", "FIT");
+    let label_width = listed.iter().map(|entry| entry.choice.label().len()).max().unwrap_or(0).max(5);
+    println!("{:<label_width$}  {:>9}  {:>9}  {:<8}  FILES", "QUANT", "SIZE", "NEEDS", "FIT");
     for entry in &listed {
         let fit = entry.fit.map_or("-", Fit::as_str);
         let marker = if entry.recommended { " (recommended)" } else { "" };
         let names: Vec<&str> = entry.choice.files.iter().map(|file| file.path.as_str()).collect();
         println!(
-            "{:<label_width$}  {:>9}  {fit:<8}  {}{marker}",
+            "{:<label_width$}  {:>9}  {:>9}  {fit:<8}  {}{marker}",
             entry.choice.label(),
             ByteSize(entry.choice.size).to_string(),
+            ByteSize(entry.footprint.total()).to_string(),
             names.join(" ")
         );
     }

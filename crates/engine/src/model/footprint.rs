@@ -199,6 +199,12 @@ const QUANTIZATION_BITS: [(&str, f32); 9] = [
     ("Q2_K", 2.96),
 ];
 
+/// The average bits per weight of llama.cpp's file type `label` (`Q4_K_M`, any case), where the
+/// engine knows it.
+pub fn quantization_bits(label: &str) -> Option<f32> {
+    QUANTIZATION_BITS.iter().find(|(name, _)| name.eq_ignore_ascii_case(label)).map(|(_, bits)| *bits)
+}
+
 impl FitAdvice {
     /// The longest context that fits with these weights, else a quantization whose weights
     /// would fit with a short context: the file's own (`quantization`, llama.cpp's label) scaled
@@ -228,10 +234,7 @@ impl FitAdvice {
         let weight_budget = budget.saturating_sub(short.kv_cache + short.scratch);
         let shrink = weight_budget as f64 / footprint.weights.max(1) as f64;
         let file_bits = footprint.weights as f64 * 8.0 / parameters.max(1) as f64;
-        let label_bits = QUANTIZATION_BITS
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case(quantization))
-            .map_or(file_bits, |(_, bits)| f64::from(*bits));
+        let label_bits = quantization_bits(quantization).map_or(file_bits, f64::from);
         let target = (label_bits * shrink) as f32;
         let suggestion = QUANTIZATION_BITS.iter().find(|(_, bits)| *bits <= target).map(|(name, _)| *name);
         FitAdvice::SmallerQuantization { weights_within: weight_budget, suggestion }

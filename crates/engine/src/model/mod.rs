@@ -13,7 +13,7 @@ pub use arch::{Architecture, Llama3Scaling};
 use config::ConfigReader;
 pub use config::{LongRope, ModelConfig};
 pub use file::{open_model_source, ModelSourceError};
-pub use footprint::{FitAdvice, MemoryFootprint, ModelTooLarge, SessionShape};
+pub use footprint::{quantization_bits, FitAdvice, MemoryFootprint, ModelTooLarge, SessionShape};
 pub use forward::{Activations, ForwardGraph, ForwardMode, StepTail};
 pub use weights::{LayerWeights, ModelWeights, PostNorms, QkNormWeights, QkvBias};
 

@@ -18,4 +18,9 @@ impl AppPaths {
     pub fn database(&self) -> PathBuf {
         self.data_dir.join("conversations.sqlite3")
     }
+
+    /// The model manager's downloads, kept across restarts.
+    pub fn downloads_list(&self) -> PathBuf {
+        self.data_dir.join("downloads.json")
+    }
 }

@@ -1,11 +1,13 @@
 use std::sync::Arc;
 
 use doppler_engine::{store::ModelStore, EngineOptions};
+use doppler_store::{download::RetryPolicy, hub::HubConfig};
 use serde::Serialize;
 
 use super::AppPaths;
 use crate::core::{
     chat::ChatService,
+    downloads::{adapter_memory, DownloadService},
     engine::{EngineWorker, MAX_WAITING_REPLIES},
     models::ModelCatalog,
     profiler::ProfilerService,
@@ -20,6 +22,7 @@ pub struct AppState {
     pub chat: ChatService,
     pub models: ModelCatalog,
     pub profiler: Arc<ProfilerService>,
+    pub downloads: Arc<DownloadService>,
     /// Told to the user once the window is up.
     pub notices: Vec<StartupNotice>,
 }
@@ -68,6 +71,15 @@ impl AppState {
             tracing::warn!(%error, "could not mark interrupted replies");
         }
         let worker = Arc::new(EngineWorker::spawn(engine, MAX_WAITING_REPLIES));
+        let downloads = DownloadService::new(
+            HubConfig::from_env(),
+            store.as_ref().map(ModelStore::clone).map_err(ToString::to_string),
+            paths.downloads_list(),
+            RetryPolicy::default(),
+            Box::new(adapter_memory),
+        );
+        // Downloads the last run was doing go on, from the bytes they have.
+        downloads.resume_interrupted();
         let models = ModelCatalog::new(store, worker.clone());
         if let Some(reason) = models.unavailable_reason() {
             notices.push(StartupNotice::ModelStoreUnavailable { reason: reason.to_string() });
@@ -80,6 +92,7 @@ impl AppState {
             db,
             worker,
             models,
+            downloads,
             notices,
         })
     }

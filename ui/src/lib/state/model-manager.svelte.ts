@@ -1,0 +1,167 @@
+// The model manager: Hub search, a repository's quantizations with fit badges, the downloads
+// list (kept by the app across restarts, changes pushed over a channel) and recommendations.
+import { api, errorMessage, type Download, type Fit, type HubModel, type Recommendation, type RepoView } from '../api';
+import { models } from './models.svelte';
+import { toasts } from './toasts.svelte';
+
+export function fitLabel(fit: Fit | null): string {
+  switch (fit) {
+    case 'fits':
+      return 'Fits';
+    case 'tight':
+      return 'Tight';
+    case 'too-big':
+      return 'Too big';
+    default:
+      return 'Unknown';
+  }
+}
+
+/** Seconds left as people say it: `45 s`, `3 min`, `1 h 20 min`. */
+export function formatEta(seconds: number | null): string {
+  if (seconds === null || !Number.isFinite(seconds)) return '';
+  if (seconds < 60) return `${Math.max(1, Math.round(seconds))} s`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+class ModelManager {
+  query = $state('');
+  results = $state<HubModel[] | null>(null);
+  searching = $state(false);
+  searchError = $state<string | null>(null);
+
+  repo = $state<RepoView | null>(null);
+  repoLoading = $state<string | null>(null);
+  repoError = $state<string | null>(null);
+
+  downloads = $state<Download[]>([]);
+  /** null until asked; empty when the Hub is unreachable. */
+  recommendations = $state<Recommendation[] | null>(null);
+  private watching = false;
+  private searchSeq = 0;
+
+  /** Starts receiving download changes (once) and takes the list as the app has it. */
+  async watch() {
+    if (this.watching) return;
+    this.watching = true;
+    try {
+      const list = await api.watchDownloads((download) => this.apply(download));
+      for (const download of list) this.apply(download, false);
+    } catch (error) {
+      this.watching = false;
+      toasts.show('error', 'Could not read the downloads', errorMessage(error));
+    }
+  }
+
+  /** Takes a change of one download; a newly installed model joins the models list. */
+  apply(download: Download, announce = true) {
+    const index = this.downloads.findIndex((known) => known.id === download.id);
+    const before = index >= 0 ? this.downloads[index] : null;
+    if (index >= 0) this.downloads[index] = download;
+    else this.downloads.push(download);
+    if (download.status === 'done' && before?.status !== 'done') {
+      void models.refresh();
+      if (announce) toasts.show('info', 'Model installed', download.modelId ?? download.label);
+    } else if (announce && download.status === 'failed' && before?.status !== 'failed') {
+      toasts.show('error', `Downloading ${download.label} failed`, download.message ?? '');
+    }
+  }
+
+  async search(query = this.query) {
+    const trimmed = query.trim();
+    if (trimmed === '') return;
+    const seq = ++this.searchSeq;
+    this.searching = true;
+    this.searchError = null;
+    try {
+      const results = await api.searchModels(trimmed);
+      if (seq === this.searchSeq) this.results = results;
+    } catch (error) {
+      if (seq === this.searchSeq) this.searchError = errorMessage(error);
+    } finally {
+      if (seq === this.searchSeq) this.searching = false;
+    }
+  }
+
+  async openRepo(repo: string) {
+    this.repoLoading = repo;
+    this.repoError = null;
+    try {
+      this.repo = await api.repoFiles(repo);
+    } catch (error) {
+      this.repoError = errorMessage(error);
+    } finally {
+      this.repoLoading = null;
+    }
+  }
+
+  closeRepo() {
+    this.repo = null;
+    this.repoError = null;
+  }
+
+  /** The listed download of a repository's model, if there is one. */
+  downloadOf(repo: string, choice: string): Download | undefined {
+    return this.downloads.find((download) => download.repo === repo && download.choice === choice);
+  }
+
+  /** The download of a repository's model that stands: not failed, and if done, its model is
+   * still installed. Without one, the model can be downloaded (again). */
+  liveDownloadOf(repo: string, choice: string): Download | undefined {
+    const download = this.downloadOf(repo, choice);
+    if (download?.status === 'failed') return undefined;
+    if (download?.status === 'done' && !models.installed.some((model) => model.id === download.modelId)) return undefined;
+    return download;
+  }
+
+  async start(repo: string, choice: string) {
+    try {
+      const started = await api.startDownload(repo, choice);
+      // A failed download of the same model gives way to the new one.
+      this.downloads = this.downloads.filter((d) => d.id === started.id || d.repo !== repo || d.choice !== choice);
+      this.apply(started, false);
+    } catch (error) {
+      toasts.show('error', `Could not download ${choice}`, errorMessage(error));
+    }
+  }
+
+  async pause(id: number) {
+    await this.act('pause', () => api.pauseDownload(id));
+  }
+
+  async resume(id: number) {
+    await this.act('resume', () => api.resumeDownload(id));
+  }
+
+  /** Stops a download and deletes its partial files, or clears a finished one. */
+  async cancel(id: number) {
+    try {
+      await api.cancelDownload(id);
+      this.downloads = this.downloads.filter((download) => download.id !== id);
+    } catch (error) {
+      toasts.show('error', 'Could not cancel the download', errorMessage(error));
+    }
+  }
+
+  async loadRecommendations() {
+    if (this.recommendations !== null) return;
+    try {
+      this.recommendations = await api.recommendedModels();
+    } catch {
+      // Offline or no store: the pinned default model is the way in.
+      this.recommendations = [];
+    }
+  }
+
+  private async act(verb: string, call: () => Promise<Download>) {
+    try {
+      this.apply(await call(), false);
+    } catch (error) {
+      toasts.show('error', `Could not ${verb} the download`, errorMessage(error));
+    }
+  }
+}
+
+export const modelManager = new ModelManager();

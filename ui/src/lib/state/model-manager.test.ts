@@ -1,0 +1,131 @@
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+
+import type { Download } from '../api';
+
+const api = vi.hoisted(() => ({
+  watchDownloads: vi.fn(),
+  searchModels: vi.fn(),
+  repoFiles: vi.fn(),
+  startDownload: vi.fn(),
+  pauseDownload: vi.fn(),
+  resumeDownload: vi.fn(),
+  cancelDownload: vi.fn(),
+  recommendedModels: vi.fn(),
+}));
+const models = vi.hoisted(() => ({ refresh: vi.fn(), installed: [] as { id: string }[] }));
+
+vi.mock('../api', async (importOriginal) => ({ ...(await importOriginal<typeof import('../api')>()), api }));
+vi.mock('./models.svelte', () => ({ models }));
+
+const { fitLabel, formatEta, modelManager } = await import('./model-manager.svelte');
+
+function download(overrides: Partial<Download> = {}): Download {
+  return {
+    id: 1,
+    repo: 'org/Tiny-GGUF',
+    revision: 'main',
+    choice: 'tiny-Q8_0.gguf',
+    label: 'Q8_0',
+    total: 1000,
+    done: 0,
+    bytesPerSecond: 0,
+    etaSeconds: null,
+    status: 'downloading',
+    modelId: null,
+    message: null,
+    ...overrides,
+  };
+}
+
+beforeEach(() => {
+  vi.clearAllMocks();
+  modelManager.downloads = [];
+});
+
+describe('model manager state', () => {
+  it('takes the list, then the changes pushed over the channel', async () => {
+    let push: (download: Download) => void = () => {};
+    api.watchDownloads.mockImplementation(async (onChange: (download: Download) => void) => {
+      push = onChange;
+      return [download({ status: 'paused', done: 300 })];
+    });
+    await modelManager.watch();
+    expect(modelManager.downloads.map((d) => d.status)).toEqual(['paused']);
+
+    push(download({ done: 600, bytesPerSecond: 100, etaSeconds: 4 }));
+    expect(modelManager.downloads).toHaveLength(1);
+    expect(modelManager.downloads[0].done).toBe(600);
+    expect(models.refresh).not.toHaveBeenCalled();
+
+    // A finished download makes the models list read again: the model can be loaded.
+    push(download({ done: 1000, status: 'done', modelId: 'tiny-q8_0' }));
+    expect(models.refresh).toHaveBeenCalledTimes(1);
+    expect(modelManager.downloadOf('org/Tiny-GGUF', 'tiny-Q8_0.gguf')?.modelId).toBe('tiny-q8_0');
+
+    await modelManager.watch();
+    expect(api.watchDownloads).toHaveBeenCalledTimes(1);
+
+    // Once its model is deleted, a finished download no longer stands in the way of another.
+    models.installed = [{ id: 'tiny-q8_0' }];
+    expect(modelManager.liveDownloadOf('org/Tiny-GGUF', 'tiny-Q8_0.gguf')?.status).toBe('done');
+    models.installed = [];
+    expect(modelManager.liveDownloadOf('org/Tiny-GGUF', 'tiny-Q8_0.gguf')).toBeUndefined();
+  });
+
+  it('starts, pauses, resumes and cancels through the app', async () => {
+    api.startDownload.mockResolvedValue(download({ id: 4 }));
+    api.pauseDownload.mockResolvedValue(download({ id: 4, status: 'paused' }));
+    api.resumeDownload.mockResolvedValue(download({ id: 4 }));
+    api.cancelDownload.mockResolvedValue(undefined);
+
+    modelManager.downloads = [download({ id: 3, status: 'failed', message: 'checksum mismatch' })];
+    await modelManager.start('org/Tiny-GGUF', 'tiny-Q8_0.gguf');
+    expect(api.startDownload).toHaveBeenCalledWith('org/Tiny-GGUF', 'tiny-Q8_0.gguf');
+    expect(modelManager.downloads.map((d) => d.id)).toEqual([4]);
+    await modelManager.pause(4);
+    expect(modelManager.downloads[0].status).toBe('paused');
+    await modelManager.resume(4);
+    expect(modelManager.downloads[0].status).toBe('downloading');
+    await modelManager.cancel(4);
+    expect(modelManager.downloads).toEqual([]);
+  });
+
+  it('keeps only the answer to the latest search', async () => {
+    let answerFirst: (value: unknown) => void = () => {};
+    api.searchModels
+      .mockImplementationOnce(() => new Promise((resolve) => (answerFirst = resolve)))
+      .mockResolvedValueOnce([{ id: 'org/second', downloads: 1, likes: null }]);
+    const first = modelManager.search('first');
+    await modelManager.search('second');
+    answerFirst([{ id: 'org/first', downloads: 1, likes: null }]);
+    await first;
+    expect(modelManager.results?.map((model) => model.id)).toEqual(['org/second']);
+    expect(modelManager.searching).toBe(false);
+  });
+
+  it('shows a repository, or why it cannot', async () => {
+    api.repoFiles.mockRejectedValueOnce('org/gated needs access (HTTP 401)');
+    await modelManager.openRepo('org/gated');
+    expect(modelManager.repoError).toMatch(/needs access/);
+    api.repoFiles.mockResolvedValueOnce({ repo: 'org/Tiny-GGUF', memory: { budget: 1e9, tier: 'cpu', kvF16: true }, contextLen: 8192, choices: [] });
+    await modelManager.openRepo('org/Tiny-GGUF');
+    expect(modelManager.repoError).toBeNull();
+    expect(modelManager.repo?.repo).toBe('org/Tiny-GGUF');
+  });
+
+  it('has no recommendations offline, without an error', async () => {
+    api.recommendedModels.mockRejectedValue('the Hub is unreachable');
+    modelManager.recommendations = null;
+    await modelManager.loadRecommendations();
+    expect(modelManager.recommendations).toEqual([]);
+  });
+
+  it('words fits and times', () => {
+    expect(fitLabel('too-big')).toBe('Too big');
+    expect(fitLabel(null)).toBe('Unknown');
+    expect(formatEta(null)).toBe('');
+    expect(formatEta(12.4)).toBe('12 s');
+    expect(formatEta(600)).toBe('10 min');
+    expect(formatEta(4800)).toBe('1 h 20 min');
+  });
+});
