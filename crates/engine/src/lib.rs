@@ -8,6 +8,7 @@ pub mod generate;
 pub mod gguf;
 pub mod gpu;
 pub mod kernels;
+pub mod load;
 pub mod model;
 pub mod quant;
 pub mod rdrr;
@@ -16,9 +17,9 @@ pub mod synth;
 pub mod tokenizer;
 
 pub use generate::{
-    CancelToken, Engine, EngineOptions, GenerateError, GenerateOptions, GenerationSummary, LoadOptions,
-    LoadProgress, LoadedModel, ModelFile, ModelInfo, ProfiledStep, Session, StepPhase, StopReason,
-    TokenEvent,
+    CancelToken, GenerateError, GenerateOptions, GenerationSummary, ProfiledStep, Session, StepPhase,
+    StopReason, TokenEvent,
 };
 pub use kernels::sampling::SamplingParams;
+pub use load::{Engine, EngineOptions, LoadOptions, LoadProgress, LoadedModel, ModelFile, ModelInfo};
 pub use tokenizer::{ChatMessage, Role};

@@ -304,7 +304,8 @@ impl WorkerThread {
             None => {
                 let engine = Engine::new(self.options.clone())
                     .map_err(|error| LoadFailure::NoGpu(error.to_string()))?;
-                *self.gpu.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(engine.gpu().clone());
+                *self.gpu.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) =
+                    Some(engine.gpu().clone());
                 self.engine.insert(engine)
             }
         };

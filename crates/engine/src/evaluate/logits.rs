@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use crate::{
-    generate::{GenerateError, LoadedModel, Session},
+    generate::{GenerateError, Session},
     gpu::{GpuContext, OpList},
     kernels::matmul::record_matmul,
+    load::LoadedModel,
 };
 
 impl Session {

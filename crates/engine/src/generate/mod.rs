@@ -1,20 +1,16 @@
-//! Generation: the engine and loaded models, sessions with their own KV cache and step runner
+//! Generation: sessions with their own KV cache and step runner
 //! (`session`), the decode scheduler, generation with stop strings and streaming text
 //! (`generation`), and cancellation.
 
 mod cancel;
 mod decode_scheduler;
-mod engine;
 mod generation;
-mod model_file;
 mod profile_sampling;
 mod session;
 mod stop_strings;
 
 pub use cancel::CancelToken;
-pub use engine::{Engine, EngineOptions, LoadOptions, LoadProgress, LoadedModel, ModelInfo};
 pub use generation::{GenerateOptions, GenerationSummary, StopReason, TokenEvent};
-pub use model_file::ModelFile;
 pub use profile_sampling::{ProfileSink, ProfiledStep, StepPhase};
 pub use session::Session;
 pub use stop_strings::{Filtered, StopStringFilter};

@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use super::{
     decode_scheduler::{DECODE_BATCHES_IN_FLIGHT, MAX_STEPS_PER_SUBMIT},
-    engine::LoadedModel,
     profile_sampling::{ProfileSampler, ProfileSink, StepPhase},
     GenerateError,
 };
 use crate::{
     gpu::{KernelProfiler, KernelTiming, OpList},
     kernels::sampling::{GpuSampler, SamplingParams},
+    load::LoadedModel,
     model::{Activations, ForwardGraph},
 };
 
@@ -35,7 +35,7 @@ pub struct Session {
 }
 
 impl Session {
-    pub(super) fn new(model: Arc<LoadedModel>) -> Result<Session, GenerateError> {
+    pub(crate) fn new(model: Arc<LoadedModel>) -> Result<Session, GenerateError> {
         let ctx = model.ctx.clone();
         let config = &model.config;
         let stop_ids = model.tokenizer.end_of_generation_ids().to_vec();

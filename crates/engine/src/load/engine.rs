@@ -2,7 +2,8 @@ use std::{path::Path, sync::Arc};
 
 use serde::Serialize;
 
-use super::{model_file::ModelFile, session::Session, GenerateError};
+use super::model_file::ModelFile;
+use crate::generate::{GenerateError, Session};
 use crate::{
     gguf::GgufFile,
     gpu::{GpuContext, GpuOptions},
@@ -66,13 +67,13 @@ pub struct ModelInfo {
 
 /// A model on the GPU with its tokenizer and chat template; sessions share its weights.
 pub struct LoadedModel {
-    pub(super) ctx: Arc<GpuContext>,
-    pub(super) config: ModelConfig,
-    pub(super) weights: ModelWeights,
-    pub(super) tokenizer: Tokenizer,
-    pub(super) template: ChatTemplate,
-    pub(super) info: ModelInfo,
-    pub(super) max_batch: u32,
+    pub(crate) ctx: Arc<GpuContext>,
+    pub(crate) config: ModelConfig,
+    pub(crate) weights: ModelWeights,
+    pub(crate) tokenizer: Tokenizer,
+    pub(crate) template: ChatTemplate,
+    pub(crate) info: ModelInfo,
+    pub(crate) max_batch: u32,
 }
 
 const DEFAULT_MAX_BATCH: u32 = 128;

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::GenerateError;
+use crate::generate::GenerateError;
 use crate::{
     gguf::GgufFile,
     model::{limits::MAX_CONTEXT, open_model_source, ModelConfig},
@@ -15,11 +15,11 @@ const DEFAULT_CONTEXT_CAP: u32 = 8192;
 
 /// A model file whose every part but the weights' upload has been read and checked.
 pub struct ModelFile {
-    pub(super) path: PathBuf,
-    pub(super) gguf: GgufFile,
-    pub(super) config: ModelConfig,
-    pub(super) tokenizer: Tokenizer,
-    pub(super) template: ChatTemplate,
+    pub(crate) path: PathBuf,
+    pub(crate) gguf: GgufFile,
+    pub(crate) config: ModelConfig,
+    pub(crate) tokenizer: Tokenizer,
+    pub(crate) template: ChatTemplate,
 }
 
 impl ModelFile {
