@@ -10,7 +10,7 @@ use std::{
 use doppler_app::core::{
     chat::{ChatService, GenerationEvent, GenerationSink, ReplyTarget},
     engine::{
-        EngineWorker, GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest,
+        EngineKey, EngineWorker, GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest,
         LoadFailure, LoadObserver, LoadRequest, ModelState, Prompt, ReplyKey, MAX_WAITING_REPLIES,
     },
     storage::{ConversationSettings, Database, FinishReason, Role},
@@ -425,7 +425,7 @@ fn shutting_down_stops_the_running_generation_and_refuses_new_ones() {
     let request = |text: &str| GenerationRequest {
         model_id: MODEL.into(),
         owner: "main".into(),
-        key: ReplyKey { conversation_id: 1 },
+        key: EngineKey::Reply(ReplyKey { conversation_id: 1 }),
         prompt: Prompt::Chat(vec![doppler_engine::ChatMessage::user(text)]),
         options: GenerateOptions { max_tokens: 200, ..GenerateOptions::default() },
     };

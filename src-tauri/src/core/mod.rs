@@ -2,8 +2,10 @@
 //! without a window.
 
 pub mod app;
+pub mod backends;
 pub mod chat;
 pub mod conversations;
 pub mod engine;
 pub mod models;
+pub mod server;
 pub mod storage;

@@ -118,12 +118,30 @@ export type AppSettings = {
 
 export type StartupNotice =
   | { kind: 'databaseRecovered'; movedTo: string; reason: string }
-  | { kind: 'modelStoreUnavailable'; reason: string };
+  | { kind: 'modelStoreUnavailable'; reason: string }
+  | { kind: 'modelsCrashedLoading'; modelIds: string[] };
 
 export type AppStatus = { version: string; databasePath: string; notices: StartupNotice[] };
 
-export type QueuedGeneration = { generationId: number; conversationId: number };
+/** `conversationId` for a reply in the app, `requestId` for a request to its server. */
+export type QueuedGeneration = { generationId: number; conversationId?: number; requestId?: string };
 export type QueueView = { running: QueuedGeneration | null; waiting: QueuedGeneration[] };
+
+/** An OpenAI-compatible server the user added; its key stays in the OS keychain. */
+export type RemoteBackend = { id: string; name: string; baseUrl: string; hasApiKey: boolean };
+export type NewRemoteBackend = { name: string; baseUrl: string; apiKey: string | null };
+/** A backend's models as chat model ids (`backendId/model`), or why they could not be listed. */
+export type RemoteModels = { backend: RemoteBackend; modelIds: string[]; error: string | null };
+
+export type ServerSettings = { enabled: boolean; host: string; port: number };
+export type ServerStatus = {
+  settings: ServerSettings;
+  hasApiKey: boolean;
+  /** The base URL OpenAI clients take, while the server runs. */
+  url: string | null;
+  modelId: string | null;
+  error: string | null;
+};
 
 function channel<T>(onMessage: (message: T) => void): Channel<T> {
   const ch = new Channel<T>();
@@ -169,6 +187,16 @@ export const api = {
     invoke<void>('fetch_default_model', { modelId, onProgress: channel(onProgress) }),
   importModelFile: () => invoke<string | null>('import_model_file'),
   removeModel: (modelId: string) => invoke<void>('remove_model', { modelId }),
+
+  listRemoteBackends: () => invoke<RemoteBackend[]>('list_remote_backends'),
+  addRemoteBackend: (backend: NewRemoteBackend) => invoke<RemoteBackend>('add_remote_backend', { backend }),
+  removeRemoteBackend: (backendId: string) => invoke<void>('remove_remote_backend', { backendId }),
+  listRemoteModels: () => invoke<RemoteModels[]>('list_remote_models'),
+
+  serverStatus: () => invoke<ServerStatus>('server_status'),
+  /** `apiKey`: null keeps the stored key, '' removes it. */
+  configureServer: (settings: ServerSettings, apiKey: string | null) =>
+    invoke<ServerStatus>('configure_server', { settings, apiKey }),
 };
 
 /** A failed command's message (commands reject with the error's text). */

@@ -5,9 +5,11 @@ use serde::Serialize;
 
 use super::AppPaths;
 use crate::core::{
+    backends::{OsKeychain, RemoteBackends, SharedKeyStore},
     chat::ChatService,
     engine::{EngineWorker, MAX_WAITING_REPLIES},
     models::ModelCatalog,
+    server::ServerService,
     storage::{Database, OpenError},
 };
 
@@ -18,6 +20,8 @@ pub struct AppState {
     pub worker: Arc<EngineWorker>,
     pub chat: ChatService,
     pub models: ModelCatalog,
+    pub backends: Arc<RemoteBackends>,
+    pub server: Arc<ServerService>,
     /// Told to the user once the window is up.
     pub notices: Vec<StartupNotice>,
 }
@@ -33,6 +37,11 @@ pub enum StartupNotice {
     },
     ModelStoreUnavailable {
         reason: String,
+    },
+    /// The last run ended while loading these models (it may have crashed loading them):
+    /// they are not loaded at start.
+    ModelsCrashedLoading {
+        model_ids: Vec<String>,
     },
 }
 
@@ -65,14 +74,30 @@ impl AppState {
         if let Err(error) = db.mark_interrupted_replies() {
             tracing::warn!(%error, "could not mark interrupted replies");
         }
+        match super::load_guard::models_that_crashed_loading(&db) {
+            Ok(model_ids) if !model_ids.is_empty() => {
+                tracing::warn!(?model_ids, "the last run ended while loading");
+                notices.push(StartupNotice::ModelsCrashedLoading { model_ids });
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "could not read which models were loading"),
+        }
         let worker = Arc::new(EngineWorker::spawn(engine, MAX_WAITING_REPLIES));
         let models = ModelCatalog::new(store, worker.clone());
         if let Some(reason) = models.unavailable_reason() {
             notices.push(StartupNotice::ModelStoreUnavailable { reason: reason.to_string() });
         }
+        let keys: SharedKeyStore = Arc::new(OsKeychain);
+        let backends = Arc::new(RemoteBackends::new(
+            db.clone(),
+            keys.clone(),
+            tauri::async_runtime::handle().inner().clone(),
+        ));
         Ok(AppState {
             paths,
-            chat: ChatService::new(db.clone(), worker.clone()),
+            chat: ChatService::new(db.clone(), worker.clone()).with_remote_backends(backends.clone()),
+            server: Arc::new(ServerService::new(db.clone(), worker.clone(), keys)),
+            backends,
             db,
             worker,
             models,

@@ -5,7 +5,8 @@ use std::{
 
 use super::{prompt, reply_observer::ReplyObserver, ChatError, GenerationSink, SendReceipt};
 use crate::core::{
-    engine::{EngineWorker, GenerationId, GenerationRequest, Prompt, ReplyKey},
+    backends::{RemoteBackends, RemoteModelId},
+    engine::{EngineKey, EngineWorker, GenerationId, GenerationRequest, Prompt, ReplyKey},
     storage::{ConversationId, Database, MessageId, Role},
 };
 
@@ -13,6 +14,8 @@ use crate::core::{
 pub struct ChatService {
     db: Arc<Database>,
     worker: Arc<EngineWorker>,
+    /// Models whose id names a remote backend reply through it instead of the worker.
+    remote: Option<Arc<RemoteBackends>>,
 }
 
 /// Who asks for a reply, with which model, and where its events go.
@@ -25,7 +28,11 @@ pub struct ReplyTarget {
 
 impl ChatService {
     pub fn new(db: Arc<Database>, worker: Arc<EngineWorker>) -> ChatService {
-        ChatService { db, worker }
+        ChatService { db, worker, remote: None }
+    }
+
+    pub fn with_remote_backends(self, remote: Arc<RemoteBackends>) -> ChatService {
+        ChatService { remote: Some(remote), ..self }
     }
 
     /// Commits `content` at the end of the branch on screen and queues the reply.
@@ -73,7 +80,8 @@ impl ChatService {
 
     /// Stops a generation; a running one keeps and saves what it generated.
     pub fn stop(&self, generation_id: GenerationId) -> bool {
-        self.worker.cancel(generation_id)
+        self.remote.as_ref().is_some_and(|remote| remote.stop(generation_id))
+            || self.worker.cancel(generation_id)
     }
 
     fn reply_to(
@@ -90,21 +98,26 @@ impl ChatService {
         if branch.last().map(|message| message.role) != Some(Role::User) {
             return Err(ChatError::NotAUserMessage(user_message_id));
         }
-        let request = GenerationRequest {
-            model_id: target.model_id.clone(),
-            owner: target.owner,
-            key: ReplyKey { conversation_id },
-            prompt: Prompt::Chat(prompt::chat_messages(&conversation.settings.system_prompt, &branch)),
-            options: prompt::generate_options(&conversation.settings, fresh_seed()),
-        };
-        let observer = ReplyObserver::new(
+        let messages = prompt::chat_messages(&conversation.settings.system_prompt, &branch);
+        let options = prompt::generate_options(&conversation.settings, fresh_seed());
+        let observer = Box::new(ReplyObserver::new(
             self.db.clone(),
             target.sink,
             conversation_id,
             user_message_id,
-            target.model_id,
-        );
-        Ok(self.worker.generate(request, Box::new(observer))?)
+            target.model_id.clone(),
+        ));
+        if let (Some(remote), Some(model)) = (&self.remote, RemoteModelId::parse(&target.model_id)) {
+            return Ok(remote.chat(&model, messages, options, observer)?);
+        }
+        let request = GenerationRequest {
+            model_id: target.model_id,
+            owner: target.owner,
+            key: EngineKey::Reply(ReplyKey { conversation_id }),
+            prompt: Prompt::Chat(messages),
+            options,
+        };
+        Ok(self.worker.generate(request, observer)?)
     }
 }
 
