@@ -269,8 +269,11 @@ fn a_second_request_waits_in_a_visible_queue() {
     let queue = h.worker.queue();
     assert_eq!(queue.running.map(|r| r.generation_id), Some(first.generation_id));
     assert_eq!(
-        queue.waiting.iter().map(|w| (w.generation_id, w.key.conversation_id)).collect::<Vec<_>>(),
-        [(second.generation_id, b), (third.generation_id, c)]
+        queue.waiting.iter().map(|w| (w.generation_id, w.key.clone())).collect::<Vec<_>>(),
+        [
+            (second.generation_id, EngineKey::Reply(ReplyKey { conversation_id: b })),
+            (third.generation_id, EngineKey::Reply(ReplyKey { conversation_id: c }))
+        ]
     );
     assert_eq!(
         serde_json::to_value(&queue.waiting[0]).unwrap(),
