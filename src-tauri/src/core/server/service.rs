@@ -16,6 +16,9 @@ use crate::core::{
 };
 
 const SETTINGS_KEY: &str = "local_server";
+/// Whether the keychain holds the server's key: the keychain is asked only when it does, so a
+/// session without one (no Secret Service) still serves on loopback.
+const HAS_KEY_KEY: &str = "local_server_has_key";
 /// The server's own API key in the keychain.
 const KEY_ACCOUNT: &str = "local-server";
 /// Requests still streaming when the server is switched off get this long to end; then their
@@ -51,7 +54,7 @@ impl ServerService {
 
     pub async fn status(&self) -> Result<ServerStatus, ServerError> {
         let settings = self.settings()?;
-        let has_api_key = self.api_key().await?.is_some();
+        let has_api_key = self.has_api_key()?;
         let running = self.running.lock().await;
         let error = match running.as_ref() {
             Some(_) => None,
@@ -74,11 +77,13 @@ impl ServerService {
         api_key: Option<String>,
     ) -> Result<ServerStatus, ServerError> {
         if let Some(key) = api_key.map(|key| key.trim().to_string()) {
-            off_runtime(&self.keys, move |keys| match key.is_empty() {
-                true => keys.delete(KEY_ACCOUNT),
-                false => keys.set(KEY_ACCOUNT, &key),
+            let has_key = !key.is_empty();
+            off_runtime(&self.keys, move |keys| match has_key {
+                true => keys.set(KEY_ACCOUNT, &key),
+                false => keys.delete(KEY_ACCOUNT),
             })
             .await?;
+            self.db.set_setting(HAS_KEY_KEY, &has_key)?;
         }
         self.db.set_setting(SETTINGS_KEY, &settings)?;
         self.apply().await;
@@ -167,7 +172,14 @@ impl ServerService {
         (!loaded.is_empty()).then(|| loaded.swap_remove(preferred))
     }
 
+    fn has_api_key(&self) -> Result<bool, ServerError> {
+        Ok(self.db.setting(HAS_KEY_KEY)?.unwrap_or(false))
+    }
+
     async fn api_key(&self) -> Result<Option<String>, ServerError> {
+        if !self.has_api_key()? {
+            return Ok(None);
+        }
         Ok(off_runtime(&self.keys, |keys| keys.get(KEY_ACCOUNT)).await?)
     }
 }
