@@ -24,6 +24,12 @@ const COMMANDS: &[&str] = &[
     "fetch_default_model",
     "import_model_file",
     "remove_model",
+    "list_remote_backends",
+    "add_remote_backend",
+    "remove_remote_backend",
+    "list_remote_models",
+    "server_status",
+    "configure_server",
 ];
 
 fn main() {

@@ -66,6 +66,16 @@ test('a model served by another DOPPLER on loopback chats through the app as a r
     await url.clear();
     await url.sendKeys(baseUrl);
     await click(driver, byTestId('remote-add'));
+    await driver.wait(
+      async () => (await driver.findElements(By.css('[data-testid="remote-backend-row"], [data-testid="remote-add-error"]'))).length > 0,
+      30_000,
+      'the backend is added, or an error says why not',
+    );
+    const refused = await driver.findElements(byTestId('remote-add-error'));
+    if (refused.length > 0) {
+      await screenshot(driver, 'remote-00-refused');
+      assert.fail(`adding the backend failed: ${await textOf(driver, refused[0])}`);
+    }
     const row = await find(driver, byTestId('remote-backend-row'));
     await waitForText(driver, byTestId('remote-backend-row'), (text) => /1 model\b/.test(text), 'the backend lists its model');
     assert.match(await textOf(driver, row), new RegExp(baseUrl.replaceAll('.', '\\.')));
@@ -95,6 +105,9 @@ test('a model served by another DOPPLER on loopback chats through the app as a r
     assert.ok(saved.length >= later.trim().length - 5, `the stopped reply keeps what streamed (${saved.length} vs ${later.length} characters)`);
     assert.match(await textOf(driver, await reply.findElement(byTestId('message-stats'))), /Stopped/);
     await screenshot(driver, 'remote-04-stopped');
+  } catch (error) {
+    await screenshot(driver, 'remote-failure');
+    throw error;
   } finally {
     await quitApp(driver);
   }
