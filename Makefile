@@ -54,7 +54,7 @@ test-engine: check-system app-deps test-models
 ## WebKitWebDriver, on the default model from the store `make test-models` filled (first: its
 ## workspace build leaves an app binary without the built-in UI, which `app` then replaces).
 e2e: test-models app tauri-driver
-	TAURI_DRIVER=$(TAURI_DRIVER) tests/e2e/run.sh $(APP) $(SEED_TOOL)
+	TAURI_DRIVER=$(TAURI_DRIVER) tests/e2e/run.sh $(APP) $(SEED_TOOL) $(DOPPLER)
 
 build:
 	$(CARGO) build --release -p doppler-cli

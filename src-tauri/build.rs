@@ -36,6 +36,12 @@ const COMMANDS: &[&str] = &[
     "pause_download",
     "resume_download",
     "cancel_download",
+    "list_remote_backends",
+    "add_remote_backend",
+    "remove_remote_backend",
+    "list_remote_models",
+    "server_status",
+    "configure_server",
 ];
 
 fn main() {

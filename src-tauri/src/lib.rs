@@ -5,12 +5,20 @@ pub mod core;
 use std::time::Duration;
 
 use doppler_engine::{store::ModelStore, EngineOptions};
-use tauri::{Manager, RunEvent, WindowEvent};
+use tauri::{AppHandle, Manager, RunEvent, WindowEvent};
 
 use crate::core::app::{navigation_guard, AppPaths, AppState, StartupError};
 
 /// How long quitting waits for a running generation to stop and save its reply.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+fn focus_main_window(app: &AppHandle) {
+    let Some(window) = app.get_webview_window("main") else { return };
+    let shown = window.unminimize().and_then(|()| window.show()).and_then(|()| window.set_focus());
+    if let Err(error) = shown {
+        tracing::warn!(%error, "could not bring the window to the front for a second launch");
+    }
+}
 
 pub fn run() {
     tracing_subscriber::fmt()
@@ -19,25 +27,11 @@ pub fn run() {
         )
         .init();
 
-    let state = match AppPaths::from_platform()
-        .ok_or(StartupError::NoDataDirectory)
-        .and_then(|paths| AppState::open(paths, ModelStore::default_location(), EngineOptions::default()))
-    {
-        Ok(state) => state,
-        Err(error) => {
-            tracing::error!(%error, "cannot start");
-            rfd::MessageDialog::new()
-                .set_level(rfd::MessageLevel::Error)
-                .set_title("DOPPLER cannot start")
-                .set_description(error.to_string())
-                .show();
-            std::process::exit(1);
-        }
-    };
-
+    // First: a second launch hands over to the running app (its window comes to the front)
+    // and exits here, inside `build`, before it opens the database the first one is using.
     let app = tauri::Builder::default()
+        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| focus_main_window(app)))
         .plugin(navigation_guard())
-        .manage(state)
         .on_window_event(|window, event| {
             if let WindowEvent::Destroyed = event {
                 window.state::<AppState>().worker.cancel_owned_by(window.label());
@@ -79,9 +73,36 @@ pub fn run() {
             core::downloads::commands::pause_download,
             core::downloads::commands::resume_download,
             core::downloads::commands::cancel_download,
+            core::backends::commands::list_remote_backends,
+            core::backends::commands::add_remote_backend,
+            core::backends::commands::remove_remote_backend,
+            core::backends::commands::list_remote_models,
+            core::server::commands::server_status,
+            core::server::commands::configure_server,
         ])
         .build(tauri::generate_context!("../tauri.conf.json"))
         .expect("the app's configuration is valid");
+
+    let state = match AppPaths::from_platform()
+        .ok_or(StartupError::NoDataDirectory)
+        .and_then(|paths| AppState::open(paths, ModelStore::default_location(), EngineOptions::default()))
+    {
+        Ok(state) => state,
+        Err(error) => {
+            tracing::error!(%error, "cannot start");
+            rfd::MessageDialog::new()
+                .set_level(rfd::MessageLevel::Error)
+                .set_title("DOPPLER cannot start")
+                .set_description(error.to_string())
+                .show();
+            std::process::exit(1);
+        }
+    };
+    // The app's server, if the settings switch it on (it waits for a model to be loaded).
+    let server = state.server.clone();
+    tauri::async_runtime::spawn(async move { server.apply().await });
+    // Managed before `run` creates the window, so every command finds it.
+    app.manage(state);
 
     app.run(|app, event| {
         if let RunEvent::Exit = event {

@@ -10,7 +10,7 @@ use std::{
 use doppler_app::core::{
     chat::{ChatService, GenerationEvent, GenerationSink, ReplyTarget},
     engine::{
-        EngineWorker, GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest,
+        EngineKey, EngineWorker, GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest,
         LoadFailure, LoadObserver, LoadRequest, ModelState, Prompt, ReplyKey, MAX_WAITING_REPLIES,
     },
     storage::{ConversationSettings, Database, FinishReason, Role},
@@ -269,8 +269,11 @@ fn a_second_request_waits_in_a_visible_queue() {
     let queue = h.worker.queue();
     assert_eq!(queue.running.map(|r| r.generation_id), Some(first.generation_id));
     assert_eq!(
-        queue.waiting.iter().map(|w| (w.generation_id, w.key.conversation_id)).collect::<Vec<_>>(),
-        [(second.generation_id, b), (third.generation_id, c)]
+        queue.waiting.iter().map(|w| (w.generation_id, w.key.clone())).collect::<Vec<_>>(),
+        [
+            (second.generation_id, EngineKey::Reply(ReplyKey { conversation_id: b })),
+            (third.generation_id, EngineKey::Reply(ReplyKey { conversation_id: c }))
+        ]
     );
     assert_eq!(
         serde_json::to_value(&queue.waiting[0]).unwrap(),
@@ -425,7 +428,7 @@ fn shutting_down_stops_the_running_generation_and_refuses_new_ones() {
     let request = |text: &str| GenerationRequest {
         model_id: MODEL.into(),
         owner: "main".into(),
-        key: ReplyKey { conversation_id: 1 },
+        key: EngineKey::Reply(ReplyKey { conversation_id: 1 }),
         prompt: Prompt::Chat(vec![doppler_engine::ChatMessage::user(text)]),
         options: GenerateOptions { max_tokens: 200, ..GenerateOptions::default() },
     };

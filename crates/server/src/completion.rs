@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use crate::{
     api_error::ApiError,
     generation::{finish_reason, Event, Generation},
-    ServerState,
+    RequestKey, ServerState,
 };
 
 /// Stream frames buffered for a slow client before the generation waits for it.
@@ -86,7 +86,10 @@ impl Endpoint {
 
 /// Queues the completion and answers once its first token (or its failure) is known, so a
 /// request that cannot run gets an error status even when it asked for a stream.
-pub async fn answer(state: &ServerState, completion: Completion) -> Result<Response, ApiError> {
+pub async fn answer<K: RequestKey>(
+    state: &ServerState<K>,
+    completion: Completion,
+) -> Result<Response, ApiError> {
     if completion.model != state.model_id {
         return Err(ApiError::UnknownModel(completion.model));
     }
@@ -94,7 +97,7 @@ pub async fn answer(state: &ServerState, completion: Completion) -> Result<Respo
     let request = GenerationRequest {
         model_id: state.model_id.clone(),
         owner: id.clone(),
-        key: id.clone(),
+        key: K::from(id.clone()),
         prompt: completion.prompt,
         options: completion.options,
     };
@@ -166,7 +169,12 @@ fn usage(summary: &GenerationSummary) -> Value {
 /// Server-sent events: a task follows the generation and writes frames to the body; when the
 /// client goes away the body is dropped, the task's next write fails and it drops the
 /// generation, which cancels it.
-fn stream(header: Header, mut generation: Generation, first: Event, include_usage: bool) -> Response {
+fn stream<K: RequestKey>(
+    header: Header,
+    mut generation: Generation<K>,
+    first: Event,
+    include_usage: bool,
+) -> Response {
     let (frames, body) = mpsc::channel::<String>(FRAMES_IN_FLIGHT);
     tokio::spawn(async move {
         let send = |value: String| frames.send(format!("data: {value}\n\n"));

@@ -9,10 +9,10 @@ use doppler_runtime::{
 };
 use tokio::sync::mpsc;
 
-use crate::{api_error::ApiError, metrics::Metrics};
+use crate::{api_error::ApiError, metrics::Metrics, RequestKey};
 
-/// The worker as the server keys it: by the request's OpenAI id.
-pub type Worker = EngineWorker<String>;
+/// The worker as the server keys it: by the request's OpenAI id, unless it is shared.
+pub type Worker<K = String> = EngineWorker<K>;
 
 pub enum Event {
     Token(String),
@@ -20,18 +20,18 @@ pub enum Event {
 }
 
 /// A queued or running generation; dropped before its end, it is cancelled.
-pub struct Generation {
-    worker: Arc<Worker>,
+pub struct Generation<K: RequestKey> {
+    worker: Arc<Worker<K>>,
     id: GenerationId,
     events: mpsc::UnboundedReceiver<Event>,
 }
 
-impl Generation {
+impl<K: RequestKey> Generation<K> {
     pub fn start(
-        worker: Arc<Worker>,
+        worker: Arc<Worker<K>>,
         metrics: Arc<Metrics>,
-        request: GenerationRequest<String>,
-    ) -> Result<Generation, ApiError> {
+        request: GenerationRequest<K>,
+    ) -> Result<Generation<K>, ApiError> {
         let (sender, events) = mpsc::unbounded_channel();
         let observer = ChannelObserver { sender, metrics, submitted: Instant::now() };
         let id = worker
@@ -49,7 +49,7 @@ impl Generation {
     }
 }
 
-impl Drop for Generation {
+impl<K: RequestKey> Drop for Generation<K> {
     fn drop(&mut self) {
         // A finished generation is neither running nor waiting: this stops nothing then.
         self.worker.cancel(self.id);

@@ -18,33 +18,33 @@ use crate::{
     api_error::ApiError,
     completion::{answer, Completion, Endpoint},
     wire_request::{ChatCompletionRequest, CompletionRequest},
-    ServerState,
+    RequestKey, ServerState,
 };
 
-pub fn router(state: Arc<ServerState>) -> Router {
+pub fn router<K: RequestKey>(state: Arc<ServerState<K>>) -> Router {
     Router::new()
-        .route("/v1/models", get(models))
-        .route("/v1/chat/completions", post(chat_completions))
-        .route("/v1/completions", post(completions))
-        .route("/metrics", get(metrics))
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_api_key))
+        .route("/v1/models", get(models::<K>))
+        .route("/v1/chat/completions", post(chat_completions::<K>))
+        .route("/v1/completions", post(completions::<K>))
+        .route("/metrics", get(metrics::<K>))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_api_key::<K>))
         // Open to liveness probes.
-        .route("/health", get(health))
+        .route("/health", get(health::<K>))
         .fallback(unknown_path)
         .layer(DefaultBodyLimit::max(state.body_limit))
-        .layer(middleware::from_fn_with_state(state.clone(), count_request))
+        .layer(middleware::from_fn_with_state(state.clone(), count_request::<K>))
         .with_state(state)
 }
 
-async fn models(State(state): State<Arc<ServerState>>) -> Json<serde_json::Value> {
+async fn models<K: RequestKey>(State(state): State<Arc<ServerState<K>>>) -> Json<serde_json::Value> {
     Json(json!({
         "object": "list",
         "data": [{ "id": state.model_id, "object": "model", "created": state.started, "owned_by": "doppler" }],
     }))
 }
 
-async fn chat_completions(
-    State(state): State<Arc<ServerState>>,
+async fn chat_completions<K: RequestKey>(
+    State(state): State<Arc<ServerState<K>>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let request: ChatCompletionRequest = parse(&state, body)?;
@@ -60,8 +60,8 @@ async fn chat_completions(
     answer(&state, completion).await
 }
 
-async fn completions(
-    State(state): State<Arc<ServerState>>,
+async fn completions<K: RequestKey>(
+    State(state): State<Arc<ServerState<K>>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let request: CompletionRequest = parse(&state, body)?;
@@ -77,7 +77,7 @@ async fn completions(
     answer(&state, completion).await
 }
 
-async fn health(State(state): State<Arc<ServerState>>) -> Json<serde_json::Value> {
+async fn health<K: RequestKey>(State(state): State<Arc<ServerState<K>>>) -> Json<serde_json::Value> {
     let queue = state.worker.queue();
     Json(json!({
         "status": "ok",
@@ -87,7 +87,7 @@ async fn health(State(state): State<Arc<ServerState>>) -> Json<serde_json::Value
     }))
 }
 
-async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
+async fn metrics<K: RequestKey>(State(state): State<Arc<ServerState<K>>>) -> Response {
     let text = state.metrics.render(&state.worker.queue());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
@@ -96,8 +96,8 @@ async fn unknown_path(uri: Uri) -> ApiError {
     ApiError::UnknownPath(uri.path().to_string())
 }
 
-fn parse<T: DeserializeOwned>(
-    state: &ServerState,
+fn parse<T: DeserializeOwned, K>(
+    state: &ServerState<K>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<T, ApiError> {
     let body = body.map_err(|rejection| match rejection.status() {
@@ -108,7 +108,11 @@ fn parse<T: DeserializeOwned>(
 }
 
 /// With a key set, every route but `/health` wants `Authorization: Bearer <key>`.
-async fn require_api_key(State(state): State<Arc<ServerState>>, request: Request, next: Next) -> Response {
+async fn require_api_key<K: RequestKey>(
+    State(state): State<Arc<ServerState<K>>>,
+    request: Request,
+    next: Next,
+) -> Response {
     if let Some(key) = &state.api_key {
         let given = request
             .headers()
@@ -127,7 +131,11 @@ fn same_secret(given: &[u8], key: &[u8]) -> bool {
     given.len() == key.len() && given.iter().zip(key).fold(0, |diff, (a, b)| diff | (a ^ b)) == 0
 }
 
-async fn count_request(State(state): State<Arc<ServerState>>, request: Request, next: Next) -> Response {
+async fn count_request<K: RequestKey>(
+    State(state): State<Arc<ServerState<K>>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let route = request
         .extensions()
         .get::<MatchedPath>()

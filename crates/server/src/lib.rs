@@ -28,9 +28,16 @@ pub const DEFAULT_MAX_WAITING: usize = 16;
 /// Request bodies are refused above this many bytes (413): far above any prompt a context holds.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
 
+/// How the worker keys the server's generations, made from each request's OpenAI id: the id
+/// itself on `doppler serve`'s own worker; a worker the server shares (the app's) has keys of
+/// its own that can name a request.
+pub trait RequestKey: From<String> + Clone + Send + Sync + 'static {}
+
+impl<K: From<String> + Clone + Send + Sync + 'static> RequestKey for K {}
+
 /// What the handlers share.
-pub struct ServerState {
-    pub worker: Arc<Worker>,
+pub struct ServerState<K = String> {
+    pub worker: Arc<Worker<K>>,
     /// The served model's name, in `/v1/models` and the `model` field of requests.
     pub model_id: String,
     /// The longest a generation may be when a request sets no `max_tokens`.
@@ -44,13 +51,13 @@ pub struct ServerState {
     next_request: AtomicU64,
 }
 
-impl ServerState {
+impl<K> ServerState<K> {
     pub fn new(
-        worker: Arc<Worker>,
+        worker: Arc<Worker<K>>,
         model_id: String,
         context_len: u32,
         api_key: Option<String>,
-    ) -> ServerState {
+    ) -> ServerState<K> {
         ServerState {
             worker,
             model_id,

@@ -51,7 +51,7 @@ pub fn check_host(host: IpAddr, api_key: Option<&str>) -> Result<(), ServeError>
 /// Serves until Ctrl-C; `on_listening` hears the bound address (the port may have been 0).
 pub fn run(options: ServeOptions, on_listening: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
     check_host(options.host, options.api_key.as_deref())?;
-    let worker = Arc::new(Worker::spawn(EngineOptions::default(), DEFAULT_MAX_WAITING));
+    let worker = Arc::new(Worker::<String>::spawn(EngineOptions::default(), DEFAULT_MAX_WAITING));
     let load = LoadRequest {
         model_id: options.model_name.clone(),
         path: options.model_path.clone(),

@@ -2,10 +2,12 @@
 //! without a window.
 
 pub mod app;
+pub mod backends;
 pub mod chat;
 pub mod conversations;
 pub mod downloads;
 pub mod engine;
 pub mod models;
 pub mod profiler;
+pub mod server;
 pub mod storage;

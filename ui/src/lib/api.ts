@@ -118,11 +118,13 @@ export type AppSettings = {
 
 export type StartupNotice =
   | { kind: 'databaseRecovered'; movedTo: string; reason: string }
-  | { kind: 'modelStoreUnavailable'; reason: string };
+  | { kind: 'modelStoreUnavailable'; reason: string }
+  | { kind: 'modelsCrashedLoading'; modelIds: string[] };
 
 export type AppStatus = { version: string; databasePath: string; notices: StartupNotice[] };
 
-export type QueuedGeneration = { generationId: number; conversationId: number };
+/** `conversationId` for a reply in the app, `requestId` for a request to its server. */
+export type QueuedGeneration = { generationId: number; conversationId?: number; requestId?: string };
 export type QueueView = { running: QueuedGeneration | null; waiting: QueuedGeneration[] };
 
 /** A search result of the Hugging Face Hub. */
@@ -160,6 +162,22 @@ export type Download = {
   status: DownloadStatus;
   modelId: string | null;
   message: string | null;
+};
+
+/** An OpenAI-compatible server the user added; its key stays in the OS keychain. */
+export type RemoteBackend = { id: string; name: string; baseUrl: string; hasApiKey: boolean };
+export type NewRemoteBackend = { name: string; baseUrl: string; apiKey: string | null };
+/** A backend's models as chat model ids (`backendId/model`), or why they could not be listed. */
+export type RemoteModels = { backend: RemoteBackend; modelIds: string[]; error: string | null };
+
+export type ServerSettings = { enabled: boolean; host: string; port: number };
+export type ServerStatus = {
+  settings: ServerSettings;
+  hasApiKey: boolean;
+  /** The base URL OpenAI clients take, while the server runs. */
+  url: string | null;
+  modelId: string | null;
+  error: string | null;
 };
 
 export function channel<T>(onMessage: (message: T) => void): Channel<T> {
@@ -215,6 +233,15 @@ export const api = {
   pauseDownload: (id: number) => invoke<Download>('pause_download', { id }),
   resumeDownload: (id: number) => invoke<Download>('resume_download', { id }),
   cancelDownload: (id: number) => invoke<void>('cancel_download', { id }),
+  listRemoteBackends: () => invoke<RemoteBackend[]>('list_remote_backends'),
+  addRemoteBackend: (backend: NewRemoteBackend) => invoke<RemoteBackend>('add_remote_backend', { backend }),
+  removeRemoteBackend: (backendId: string) => invoke<void>('remove_remote_backend', { backendId }),
+  listRemoteModels: () => invoke<RemoteModels[]>('list_remote_models'),
+
+  serverStatus: () => invoke<ServerStatus>('server_status'),
+  /** `apiKey`: null keeps the stored key, '' removes it. */
+  configureServer: (settings: ServerSettings, apiKey: string | null) =>
+    invoke<ServerStatus>('configure_server', { settings, apiKey }),
 };
 
 /** A failed command's message (commands reject with the error's text). */

@@ -28,6 +28,7 @@ describe('formatting', () => {
   it('names the default models', () => {
     expect(modelLabel('smollm2-135m-instruct')).toBe('SmolLM2 135M Instruct');
     expect(modelLabel('my-model')).toBe('my-model');
+    expect(modelLabel('remote-1/meta-llama/Llama-3.1-8B')).toBe('meta-llama/Llama-3.1-8B');
   });
 });
 

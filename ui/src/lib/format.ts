@@ -52,6 +52,9 @@ const KNOWN_MODELS: Record<string, string> = {
 
 /** A model's name for people: the defaults have proper names, others show their store id. */
 export function modelLabel(id: string): string {
+  // A remote model (`backendId/model`) goes by its server's name for it.
+  const slash = id.indexOf('/');
+  if (slash >= 0) return id.slice(slash + 1);
   return KNOWN_MODELS[id] ?? id;
 }
 

@@ -6,11 +6,13 @@ use serde::Serialize;
 
 use super::AppPaths;
 use crate::core::{
+    backends::{OsKeychain, RemoteBackends, SharedKeyStore},
     chat::ChatService,
     downloads::{adapter_memory, DownloadService},
     engine::{EngineWorker, MAX_WAITING_REPLIES},
     models::ModelCatalog,
     profiler::ProfilerService,
+    server::ServerService,
     storage::{Database, OpenError},
 };
 
@@ -23,6 +25,8 @@ pub struct AppState {
     pub models: ModelCatalog,
     pub profiler: Arc<ProfilerService>,
     pub downloads: Arc<DownloadService>,
+    pub backends: Arc<RemoteBackends>,
+    pub server: Arc<ServerService>,
     /// Told to the user once the window is up.
     pub notices: Vec<StartupNotice>,
 }
@@ -38,6 +42,11 @@ pub enum StartupNotice {
     },
     ModelStoreUnavailable {
         reason: String,
+    },
+    /// The last run ended while loading these models (it may have crashed loading them):
+    /// they are not loaded at start.
+    ModelsCrashedLoading {
+        model_ids: Vec<String>,
     },
 }
 
@@ -70,6 +79,14 @@ impl AppState {
         if let Err(error) = db.mark_interrupted_replies() {
             tracing::warn!(%error, "could not mark interrupted replies");
         }
+        match super::load_guard::models_that_crashed_loading(&db) {
+            Ok(model_ids) if !model_ids.is_empty() => {
+                tracing::warn!(?model_ids, "the last run ended while loading");
+                notices.push(StartupNotice::ModelsCrashedLoading { model_ids });
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "could not read which models were loading"),
+        }
         let worker = Arc::new(EngineWorker::spawn(engine, MAX_WAITING_REPLIES));
         let downloads = DownloadService::new(
             HubConfig::from_env(),
@@ -85,9 +102,19 @@ impl AppState {
             notices.push(StartupNotice::ModelStoreUnavailable { reason: reason.to_string() });
         }
         let profiler = Arc::new(ProfilerService::default());
+        let keys: SharedKeyStore = Arc::new(OsKeychain);
+        let backends = Arc::new(RemoteBackends::new(
+            db.clone(),
+            keys.clone(),
+            tauri::async_runtime::handle().inner().clone(),
+        ));
         Ok(AppState {
             paths,
-            chat: ChatService::new(db.clone(), worker.clone()).with_profiler(profiler.clone()),
+            chat: ChatService::new(db.clone(), worker.clone())
+                .with_profiler(profiler.clone())
+                .with_remote_backends(backends.clone()),
+            server: Arc::new(ServerService::new(db.clone(), worker.clone(), keys)),
+            backends,
             profiler,
             db,
             worker,

@@ -58,4 +58,7 @@ pub enum ChatError {
     NoModel,
     #[error(transparent)]
     QueueFull(#[from] crate::core::engine::QueueFull),
+    /// A remote model's server could not be asked.
+    #[error(transparent)]
+    Backend(#[from] crate::core::backends::BackendError),
 }

@@ -7,6 +7,7 @@ use doppler_engine::{GenerateError, GenerationSummary, StopReason};
 
 use super::{GenerationEvent, GenerationSink};
 use crate::core::{
+    backends::RemoteReplySink,
     engine::{GenerationFailure, GenerationObserver, GenerationOutcome},
     storage::{ConversationId, Database, FinishReason, GenerationStats, MessageId, NewReply},
 };
@@ -76,6 +77,27 @@ impl GenerationObserver for ReplyObserver {
             }
         };
         self.sink.send(event);
+    }
+}
+
+/// A remote model's reply is kept the same way as a local one.
+impl RemoteReplySink for ReplyObserver {
+    fn started(&mut self) {
+        GenerationObserver::started(self);
+    }
+
+    fn token(&mut self, text: &str) {
+        GenerationObserver::token(self, text);
+    }
+
+    fn finished(self: Box<Self>, result: Result<GenerationSummary, String>) {
+        match result {
+            Ok(summary) => GenerationObserver::finished(self, GenerationOutcome::Finished(summary)),
+            Err(reason) => {
+                self.keep_partial_text();
+                self.sink.send(GenerationEvent::Failed { reason, context_full: false });
+            }
+        }
     }
 }
 

@@ -5,7 +5,10 @@ use std::{
 
 use super::{prompt, reply_observer::ReplyObserver, ChatError, GenerationSink, SendReceipt};
 use crate::core::{
-    engine::{EngineWorker, GenerationId, GenerationObserver, GenerationRequest, Prompt, ReplyKey},
+    backends::{RemoteBackends, RemoteModelId},
+    engine::{
+        EngineKey, EngineWorker, GenerationId, GenerationObserver, GenerationRequest, Prompt, ReplyKey,
+    },
     profiler::ProfilerService,
     storage::{ConversationId, Database, MessageId, Role},
 };
@@ -16,6 +19,8 @@ pub struct ChatService {
     worker: Arc<EngineWorker>,
     /// Times the replies for the profiler view, where there is one.
     profiler: Option<Arc<ProfilerService>>,
+    /// Models whose id names a remote backend reply through it instead of the worker.
+    remote: Option<Arc<RemoteBackends>>,
 }
 
 /// Who asks for a reply, with which model, and where its events go.
@@ -28,11 +33,15 @@ pub struct ReplyTarget {
 
 impl ChatService {
     pub fn new(db: Arc<Database>, worker: Arc<EngineWorker>) -> ChatService {
-        ChatService { db, worker, profiler: None }
+        ChatService { db, worker, profiler: None, remote: None }
     }
 
     pub fn with_profiler(self, profiler: Arc<ProfilerService>) -> ChatService {
         ChatService { profiler: Some(profiler), ..self }
+    }
+
+    pub fn with_remote_backends(self, remote: Arc<RemoteBackends>) -> ChatService {
+        ChatService { remote: Some(remote), ..self }
     }
 
     /// Commits `content` at the end of the branch on screen and queues the reply.
@@ -80,7 +89,8 @@ impl ChatService {
 
     /// Stops a generation; a running one keeps and saves what it generated.
     pub fn stop(&self, generation_id: GenerationId) -> bool {
-        self.worker.cancel(generation_id)
+        self.remote.as_ref().is_some_and(|remote| remote.stop(generation_id))
+            || self.worker.cancel(generation_id)
     }
 
     fn reply_to(
@@ -97,23 +107,28 @@ impl ChatService {
         if branch.last().map(|message| message.role) != Some(Role::User) {
             return Err(ChatError::NotAUserMessage(user_message_id));
         }
-        let request = GenerationRequest {
-            model_id: target.model_id.clone(),
-            owner: target.owner,
-            key: ReplyKey { conversation_id },
-            prompt: Prompt::Chat(prompt::chat_messages(&conversation.settings.system_prompt, &branch)),
-            options: prompt::generate_options(&conversation.settings, fresh_seed()),
-        };
-        let observer: Box<dyn GenerationObserver> = Box::new(ReplyObserver::new(
+        let messages = prompt::chat_messages(&conversation.settings.system_prompt, &branch);
+        let options = prompt::generate_options(&conversation.settings, fresh_seed());
+        let observer = Box::new(ReplyObserver::new(
             self.db.clone(),
             target.sink,
             conversation_id,
             user_message_id,
             target.model_id.clone(),
         ));
-        let observer = match &self.profiler {
-            Some(profiler) => profiler.observe(target.model_id, observer),
+        if let (Some(remote), Some(model)) = (&self.remote, RemoteModelId::parse(&target.model_id)) {
+            return Ok(remote.chat(&model, messages, options, observer)?);
+        }
+        let observer: Box<dyn GenerationObserver> = match &self.profiler {
+            Some(profiler) => profiler.observe(target.model_id.clone(), observer),
             None => observer,
+        };
+        let request = GenerationRequest {
+            model_id: target.model_id,
+            owner: target.owner,
+            key: EngineKey::Reply(ReplyKey { conversation_id }),
+            prompt: Prompt::Chat(messages),
+            options,
         };
         Ok(self.worker.generate(request, observer)?)
     }

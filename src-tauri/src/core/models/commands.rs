@@ -5,8 +5,9 @@ use tauri::{ipc::Channel, AppHandle, Manager, State};
 
 use super::{FetchProgress, LoadEvent, ModelList};
 use crate::core::{
-    app::{AppSettings, AppState, CommandError},
+    app::{load_guard, AppSettings, AppState, CommandError},
     engine::{LoadFailure, LoadObserver},
+    server::ServerService,
     storage::Database,
 };
 
@@ -19,6 +20,8 @@ pub async fn list_models(state: State<'_, AppState>) -> Result<ModelList, Comman
 struct ChannelLoadObserver {
     channel: Channel<LoadEvent>,
     db: Arc<Database>,
+    /// Serves the newly loaded model if it is switched on.
+    server: Arc<ServerService>,
     model_id: String,
 }
 
@@ -28,9 +31,12 @@ impl LoadObserver for ChannelLoadObserver {
     }
 
     fn finished(self: Box<Self>, result: Result<ModelInfo, LoadFailure>) {
+        end_load_guard(&self.db, &self.model_id);
         let event = match result {
             Ok(info) => {
                 remember_model(&self.db, &self.model_id);
+                let server = self.server.clone();
+                tauri::async_runtime::spawn(async move { server.model_loaded().await });
                 LoadEvent::Loaded { info }
             }
             Err(failure) => LoadEvent::Failed { reason: failure.to_string() },
@@ -49,6 +55,12 @@ fn remember_model(db: &Database, model_id: &str) {
     }
 }
 
+fn end_load_guard(db: &Database, model_id: &str) {
+    if let Err(error) = load_guard::load_ended(db, model_id) {
+        tracing::warn!(%error, "could not note that a load ended");
+    }
+}
+
 /// Queues loading a model; progress and the outcome (with a failure's reason) come over `on_event`.
 #[tauri::command]
 pub async fn load_model(
@@ -56,9 +68,21 @@ pub async fn load_model(
     model_id: String,
     on_event: Channel<LoadEvent>,
 ) -> Result<(), CommandError> {
-    let observer =
-        ChannelLoadObserver { channel: on_event, db: state.db.clone(), model_id: model_id.clone() };
-    Ok(state.models.load(&model_id, None, Box::new(observer))?)
+    // Noted before the load is queued: if it takes the process down, the next start skips it.
+    if let Err(error) = load_guard::load_begins(&state.db, &model_id) {
+        tracing::warn!(%error, "could not note that a load begins");
+    }
+    let observer = ChannelLoadObserver {
+        channel: on_event,
+        db: state.db.clone(),
+        server: state.server.clone(),
+        model_id: model_id.clone(),
+    };
+    state
+        .models
+        .load(&model_id, None, Box::new(observer))
+        .inspect_err(|_| end_load_guard(&state.db, &model_id))?;
+    Ok(())
 }
 
 /// Frees a model's GPU memory once the jobs queued before it are done.

@@ -38,9 +38,12 @@ class Models {
     }
   }
 
-  /** Loads the model used last time, else the smallest installed default, else any. */
-  async loadPreferred() {
-    const installed = this.installed;
+  /**
+   * Loads the model used last time, else the smallest installed default, else any; never one
+   * in `skip` (the last run stopped while loading it).
+   */
+  async loadPreferred(skip: string[] = []) {
+    const installed = this.installed.filter((model) => !skip.includes(model.id));
     if (installed.length === 0) return;
     const last = settings.current?.lastModelId;
     const preferred =
