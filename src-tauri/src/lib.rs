@@ -12,6 +12,19 @@ use crate::core::app::{navigation_guard, AppPaths, AppState, StartupError};
 /// How long quitting waits for a running generation to stop and save its reply.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
+/// Once the window is gone the process ends within this, whatever still runs (a download, a
+/// server connection, a stuck GPU wait): a closed window never leaves a hung app behind. The
+/// reply being generated was saved at least a second ago (crash-safe replies).
+const QUIT_DEADLINE: Duration = Duration::from_secs(20);
+
+fn exit_after_deadline() {
+    std::thread::spawn(|| {
+        std::thread::sleep(QUIT_DEADLINE);
+        tracing::warn!(?QUIT_DEADLINE, "the app did not quit in time after its window closed; exiting");
+        std::process::exit(0);
+    });
+}
+
 fn focus_main_window(app: &AppHandle) {
     let Some(window) = app.get_webview_window("main") else { return };
     let shown = window.unminimize().and_then(|()| window.show()).and_then(|()| window.set_focus());
@@ -35,6 +48,9 @@ pub fn run() {
         .on_window_event(|window, event| {
             if let WindowEvent::Destroyed = event {
                 window.state::<AppState>().worker.cancel_owned_by(window.label());
+                if window.label() == "main" {
+                    exit_after_deadline();
+                }
             }
         })
         .invoke_handler(tauri::generate_handler![
@@ -107,6 +123,8 @@ pub fn run() {
     app.run(|app, event| {
         if let RunEvent::Exit = event {
             app.state::<AppState>().worker.shutdown(SHUTDOWN_GRACE);
+            // Nothing left to wait for: background threads and runtimes do not hold the exit.
+            std::process::exit(0);
         }
     });
 }
