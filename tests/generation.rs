@@ -5,11 +5,12 @@
 use std::{
     path::Path,
     sync::{Arc, Mutex},
+    time::Duration,
 };
 
 use doppler_engine::{
     CancelToken, ChatMessage, Engine, EngineOptions, GenerateError, GenerateOptions, LoadOptions,
-    LoadedModel, Role, SamplingParams, StepPhase, StopReason,
+    LoadedModel, ProfileCadence, Role, SamplingParams, StepPhase, StopReason,
 };
 
 fn model() -> Option<Arc<LoadedModel>> {
@@ -170,7 +171,10 @@ fn generation_behaviour() {
     // the tokens are those of an untimed run.
     let profiles = Arc::new(Mutex::new(Vec::new()));
     let sink = profiles.clone();
-    assert!(session.sample_profiles(4, Box::new(move |step| sink.lock().unwrap().push(step))));
+    assert!(session.sample_profiles(
+        ProfileCadence { every: 4, min_interval: Duration::ZERO },
+        Box::new(move |step| sink.lock().unwrap().push(step))
+    ));
     session.reset();
     let summary = session.generate(&capital, &greedy(6), &CancelToken::new(), &mut |_| {}).unwrap();
     session.stop_sampling_profiles();
@@ -192,4 +196,16 @@ fn generation_behaviour() {
         assert!(profile.kernels.iter().any(|k| k.label.contains("attention")), "{:?}", profile.kernels);
         assert!(profile.kernels.iter().all(|k| k.nanoseconds.is_finite()));
     }
+    drop(profiles);
+
+    // The minimum interval holds back every decode step after the first timed one.
+    let profiles = Arc::new(Mutex::new(Vec::new()));
+    let sink = profiles.clone();
+    let hourly = ProfileCadence { every: 1, min_interval: Duration::from_secs(3600) };
+    assert!(session.sample_profiles(hourly, Box::new(move |step| sink.lock().unwrap().push(step))));
+    session.reset();
+    session.generate(&capital, &greedy(6), &CancelToken::new(), &mut |_| {}).unwrap();
+    session.stop_sampling_profiles();
+    let decode_steps = profiles.lock().unwrap().iter().filter(|p| p.phase == StepPhase::Decode).count();
+    assert_eq!(decode_steps, 1);
 }

@@ -17,8 +17,8 @@ pub mod synth;
 pub mod tokenizer;
 
 pub use generate::{
-    CancelToken, GenerateError, GenerateOptions, GenerationSummary, ProfiledStep, Session, StepPhase,
-    StopReason, TokenEvent,
+    CancelToken, GenerateError, GenerateOptions, GenerationSummary, ProfileCadence, ProfiledStep, Session,
+    StepPhase, StopReason, TokenEvent,
 };
 pub use kernels::sampling::SamplingParams;
 pub use load::{Engine, EngineOptions, LoadOptions, LoadProgress, LoadedModel, ModelFile, ModelInfo};

@@ -1,7 +1,8 @@
 use std::path::PathBuf;
 
 use doppler_engine::{
-    generate::ProfileSink, ChatMessage, GenerateError, GenerateOptions, GenerationSummary, ModelInfo,
+    generate::{ProfileCadence, ProfileSink},
+    ChatMessage, GenerateError, GenerateOptions, GenerationSummary, ModelInfo,
 };
 
 /// One generation to run; `key` is the caller's name for it (shown in the queue).
@@ -31,8 +32,8 @@ pub trait GenerationObserver: Send {
     fn token(&mut self, text: &str);
     fn finished(self: Box<Self>, outcome: GenerationOutcome);
 
-    /// Asked once before the generation starts: `Some` times one decode step in `every`
-    /// (and the first prefill step) and hands their kernel timings to the sink.
+    /// Asked once before the generation starts: `Some` times the decode steps its cadence
+    /// picks (and the first prefill step) and hands their kernel timings to the sink.
     fn profile_sampling(&mut self) -> Option<ProfileSampling> {
         None
     }
@@ -40,7 +41,7 @@ pub trait GenerationObserver: Send {
 
 /// Sampled kernel profiles of a generation, where the adapter has timestamp queries.
 pub struct ProfileSampling {
-    pub every: usize,
+    pub cadence: ProfileCadence,
     pub sink: ProfileSink,
 }
 

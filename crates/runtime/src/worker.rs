@@ -347,7 +347,8 @@ impl WorkerThread {
             return GenerationOutcome::Failed(GenerationFailure::ModelNotLoaded(request.model_id.clone()));
         };
         let sampling = observer.profile_sampling();
-        let sampled = sampling.is_some_and(|sampling| session.sample_profiles(sampling.every, sampling.sink));
+        let sampled =
+            sampling.is_some_and(|sampling| session.sample_profiles(sampling.cadence, sampling.sink));
         observer.started();
         let mut stream = |event: doppler_engine::TokenEvent| observer.token(&event.text);
         let result = match &request.prompt {

@@ -8,11 +8,11 @@ use std::{
         atomic::{AtomicUsize, Ordering},
         Arc,
     },
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use anyhow::Result;
-use doppler_engine::{CancelToken, GenerateOptions, SamplingParams};
+use doppler_engine::{CancelToken, GenerateOptions, ProfileCadence, SamplingParams};
 use serde::Serialize;
 
 use super::model_loading::{load_with, ModelArgs};
@@ -41,6 +41,10 @@ pub struct BenchArgs {
     /// live profiler does: its cost is the difference from a run without.
     #[arg(long, value_name = "N")]
     profile_every: Option<usize>,
+    /// With --profile-every: time no decode step sooner than this after the last (the app
+    /// waits 200 ms).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    profile_min_interval_ms: u64,
     #[arg(long)]
     json: bool,
 }
@@ -115,8 +119,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let profiled_steps = Arc::new(AtomicUsize::new(0));
     if let Some(every) = args.profile_every {
         let count = profiled_steps.clone();
+        let cadence =
+            ProfileCadence { every, min_interval: Duration::from_millis(args.profile_min_interval_ms) };
         if !session.sample_profiles(
-            every,
+            cadence,
             Box::new(move |_| {
                 count.fetch_add(1, Ordering::Relaxed);
             }),

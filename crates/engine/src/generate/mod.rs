@@ -11,7 +11,7 @@ mod stop_strings;
 
 pub use cancel::CancelToken;
 pub use generation::{GenerateOptions, GenerationSummary, StopReason, TokenEvent};
-pub use profile_sampling::{ProfileSink, ProfiledStep, StepPhase};
+pub use profile_sampling::{ProfileCadence, ProfileSink, ProfiledStep, StepPhase};
 pub use session::Session;
 pub use stop_strings::{Filtered, StopStringFilter};
 

@@ -1,7 +1,8 @@
-//! Live kernel profiles: GPU timestamps on one decode step out of N and on the first prefill
-//! step of each prompt,
-//! handed to a sink as they are read back, so a profiler view can follow a generation without
-//! the cost of timing every step.
+//! Live kernel profiles: GPU timestamps on one decode step out of N (and no more often than a
+//! minimum interval) and on the first prefill step of each prompt, handed to a sink as they are
+//! read back, so a profiler view can follow a generation without the cost of timing every step.
+
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -26,12 +27,22 @@ pub struct ProfiledStep {
 
 pub type ProfileSink = Box<dyn FnMut(ProfiledStep) + Send>;
 
+/// Which decode steps are timed: one in `every`, and none sooner than `min_interval` after the
+/// last. A timed step runs apart from its neighbours, so its cost is per step on a slow model
+/// and per unit of time on a fast one: the two bounds keep both small.
+#[derive(Debug, Clone, Copy)]
+pub struct ProfileCadence {
+    pub every: usize,
+    pub min_interval: Duration,
+}
+
 /// Decides which decode steps are timed and reads their timings back.
 pub(super) struct ProfileSampler {
     profiler: KernelProfiler,
-    every: usize,
+    cadence: ProfileCadence,
     /// Decode steps run untimed since the last timed one.
     untimed: usize,
+    last_timed: Option<Instant>,
     /// A timed step is submitted and not read back yet (its timestamps own the profiler).
     pending: bool,
     sink: ProfileSink,
@@ -39,14 +50,17 @@ pub(super) struct ProfileSampler {
 
 impl ProfileSampler {
     /// `None` where the adapter has no timestamp queries.
-    pub fn new(ctx: &GpuContext, every: usize, sink: ProfileSink) -> Option<ProfileSampler> {
+    pub fn new(ctx: &GpuContext, cadence: ProfileCadence, sink: ProfileSink) -> Option<ProfileSampler> {
         let profiler = KernelProfiler::new(ctx)?;
-        Some(ProfileSampler { profiler, every: every.max(1), untimed: 0, pending: false, sink })
+        let cadence = ProfileCadence { every: cadence.every.max(1), ..cadence };
+        Some(ProfileSampler { profiler, cadence, untimed: 0, last_timed: None, pending: false, sink })
     }
 
     /// Whether the next decode batch should be a single timed step.
     pub fn decode_step_due(&self) -> bool {
-        !self.pending && self.untimed >= self.every - 1
+        !self.pending
+            && self.untimed >= self.cadence.every - 1
+            && self.last_timed.is_none_or(|at| at.elapsed() >= self.cadence.min_interval)
     }
 
     /// The profiler to encode a batch of `steps` with: `Some` when the batch is the timed step.
@@ -54,6 +68,7 @@ impl ProfileSampler {
         if timed {
             self.pending = true;
             self.untimed = 0;
+            self.last_timed = Some(Instant::now());
             Some(&self.profiler)
         } else {
             self.untimed += steps;

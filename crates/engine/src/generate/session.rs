@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{
     decode_scheduler::{DECODE_BATCHES_IN_FLIGHT, MAX_STEPS_PER_SUBMIT},
-    profile_sampling::{ProfileSampler, ProfileSink, StepPhase},
+    profile_sampling::{ProfileCadence, ProfileSampler, ProfileSink, StepPhase},
     GenerateError,
 };
 use crate::{
@@ -93,11 +93,11 @@ impl Session {
         self.profiler = if enabled { KernelProfiler::new(&self.model.ctx) } else { None };
     }
 
-    /// From now on times one decode step in `every` and every prefill step, handing each
-    /// step's kernel timings to `sink` as they are read back; `false` where the adapter has no
-    /// timestamp queries. A timed decode step runs as a batch of its own.
-    pub fn sample_profiles(&mut self, every: usize, sink: ProfileSink) -> bool {
-        self.profile_sampler = ProfileSampler::new(&self.model.ctx, every, sink);
+    /// From now on times the decode steps `cadence` picks and the first prefill step of each
+    /// prompt, handing each step's kernel timings to `sink` as they are read back; `false` where
+    /// the adapter has no timestamp queries. A timed decode step runs as a batch of its own.
+    pub fn sample_profiles(&mut self, cadence: ProfileCadence, sink: ProfileSink) -> bool {
+        self.profile_sampler = ProfileSampler::new(&self.model.ctx, cadence, sink);
         self.profile_sampler.is_some()
     }
 

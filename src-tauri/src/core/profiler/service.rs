@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use doppler_engine::{gpu::KernelTiming, ProfiledStep, StepPhase};
+use doppler_engine::{gpu::KernelTiming, ProfileCadence, ProfiledStep, StepPhase};
 use doppler_runtime::ProfileSampling;
 use serde_json::{json, Value};
 
@@ -17,9 +17,10 @@ use super::models::{
 };
 use crate::core::engine::{GenerationObserver, GenerationOutcome};
 
-/// One decode step in this many is timed: on the H100 the timed step (a batch of its own,
-/// read back apart) costs well under 2% of decode speed at this rate.
-const SAMPLE_EVERY: usize = 32;
+/// One decode step in 32 is timed, and none within 200 ms of the last: on the H100 a timed step
+/// (a batch of its own, read back apart) costs about 2 ms more than an untimed one, so a fast
+/// model pays under 1% and a slow one (over 6 ms a step) 1% or less at one step in 32.
+const SAMPLE_CADENCE: ProfileCadence = ProfileCadence { every: 32, min_interval: Duration::from_millis(200) };
 
 /// Sampled steps and events kept for the view and for export: the last few minutes of replies.
 const MAX_STEPS: usize = 512;
@@ -246,7 +247,7 @@ impl GenerationObserver for ProfiledObserver {
         let profiler = self.profiler.clone();
         let reply_id = self.reply_id;
         Some(ProfileSampling {
-            every: SAMPLE_EVERY,
+            cadence: SAMPLE_CADENCE,
             sink: Box::new(move |step| profiler.record_step(reply_id, step)),
         })
     }
