@@ -98,6 +98,51 @@ const CASES: &[Case] = &[
         row_len: 1152,
         product: Product::Plain,
     },
+    // Llama 3.1 8B in its Q4_K_M mix: rows of 4,096 and 14,336 values, where the kernels tuned
+    // on Gemma's 640-1,152-wide rows must still reach bandwidth.
+    Case {
+        name: "8b ffn_gate+up normed",
+        ty: GgmlType::Q4_K,
+        rows: 14336,
+        row_len: 4096,
+        product: Product::Gated { normed: true },
+    },
+    Case {
+        name: "8b ffn_gate+up",
+        ty: GgmlType::Q4_K,
+        rows: 14336,
+        row_len: 4096,
+        product: Product::Gated { normed: false },
+    },
+    Case {
+        name: "8b ffn_down q6_k",
+        ty: GgmlType::Q6_K,
+        rows: 4096,
+        row_len: 14336,
+        product: Product::Plain,
+    },
+    Case {
+        name: "8b ffn_down q4_k",
+        ty: GgmlType::Q4_K,
+        rows: 4096,
+        row_len: 14336,
+        product: Product::Plain,
+    },
+    Case { name: "8b attn_output", ty: GgmlType::Q4_K, rows: 4096, row_len: 4096, product: Product::Plain },
+    Case {
+        name: "8b attn_qkv normed",
+        ty: GgmlType::Q4_K,
+        rows: 6144,
+        row_len: 4096,
+        product: Product::NormedStack(&[4096, 1024, 1024]),
+    },
+    Case {
+        name: "8b lm_head slice q6_k",
+        ty: GgmlType::Q6_K,
+        rows: 32768,
+        row_len: 4096,
+        product: Product::Plain,
+    },
     Case {
         name: "270m ffn_gate+up normed",
         ty: GgmlType::Q5_0,

@@ -416,8 +416,11 @@ fn copy_tokenizer(donor: &GgufFile, vocab: u32, writer: &mut GgufWriter) -> Resu
                 for token in &tokens {
                     padded.push(token);
                 }
+                // Short names: building a SentencePiece vocabulary hashes every split of every
+                // token, bounded by tokenizer::limits::MAX_SPLIT_WORK, which 262k long names
+                // would pass.
                 for i in 0..padding {
-                    padded.push(&format!("<synthetic_unused_{i}>"));
+                    padded.push(&format!("<synth{i}>"));
                 }
                 MetadataValue::from(padded)
             }

@@ -1,6 +1,7 @@
-//! Live kernel profiles: GPU timestamps on one decode step out of N (and no more often than a
-//! minimum interval) and on the first prefill step of each prompt, handed to a sink as they are
-//! read back, so a profiler view can follow a generation without the cost of timing every step.
+//! Live kernel profiles: GPU timestamps on the first prefill step of each prompt and on one
+//! decode step out of N, none sooner than a minimum interval after the last, handed to a sink
+//! as they are read back, so a profiler view can follow a generation without the cost of timing
+//! every step.
 
 use std::time::{Duration, Instant};
 
@@ -27,9 +28,10 @@ pub struct ProfiledStep {
 
 pub type ProfileSink = Box<dyn FnMut(ProfiledStep) + Send>;
 
-/// Which decode steps are timed: one in `every`, and none sooner than `min_interval` after the
-/// last. A timed step runs apart from its neighbours, so its cost is per step on a slow model
-/// and per unit of time on a fast one: the two bounds keep both small.
+/// Which steps are timed: the first prefill step of a prompt and one decode step in `every`,
+/// none sooner than `min_interval` after the last. A timed step runs apart from its neighbours,
+/// so its cost is per step on a slow model and per unit of time on a fast one: the two bounds
+/// keep both small.
 #[derive(Debug, Clone, Copy)]
 pub struct ProfileCadence {
     pub every: usize,
@@ -58,9 +60,16 @@ impl ProfileSampler {
 
     /// Whether the next decode batch should be a single timed step.
     pub fn decode_step_due(&self) -> bool {
-        !self.pending
-            && self.untimed >= self.cadence.every - 1
-            && self.last_timed.is_none_or(|at| at.elapsed() >= self.cadence.min_interval)
+        !self.pending && self.untimed >= self.cadence.every - 1 && self.interval_passed()
+    }
+
+    /// Whether the next prompt's first prefill step should be timed.
+    pub fn prefill_due(&self) -> bool {
+        !self.pending && self.interval_passed()
+    }
+
+    fn interval_passed(&self) -> bool {
+        self.last_timed.is_none_or(|at| at.elapsed() >= self.cadence.min_interval)
     }
 
     /// The profiler to encode a batch of `steps` with: `Some` when the batch is the timed step.
@@ -78,6 +87,7 @@ impl ProfileSampler {
 
     pub fn for_prefill(&mut self) -> &KernelProfiler {
         self.pending = true;
+        self.last_timed = Some(Instant::now());
         &self.profiler
     }
 

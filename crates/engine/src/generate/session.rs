@@ -93,9 +93,9 @@ impl Session {
         self.profiler = if enabled { KernelProfiler::new(&self.model.ctx) } else { None };
     }
 
-    /// From now on times the decode steps `cadence` picks and the first prefill step of each
-    /// prompt, handing each step's kernel timings to `sink` as they are read back; `false` where
-    /// the adapter has no timestamp queries. A timed decode step runs as a batch of its own.
+    /// From now on times the prefill and decode steps `cadence` picks, handing each step's
+    /// kernel timings to `sink` as they are read back; `false` where the adapter has no
+    /// timestamp queries. A timed decode step runs as a batch of its own.
     pub fn sample_profiles(&mut self, cadence: ProfileCadence, sink: ProfileSink) -> bool {
         self.profile_sampler = ProfileSampler::new(&self.model.ctx, cadence, sink);
         self.profile_sampler.is_some()
@@ -137,8 +137,9 @@ impl Session {
         let mut sampled = 0;
         // Live profiles time the prompt's first step only: timestamps between its dispatches
         // keep the GPU from overlapping them.
+        let time_first = self.profile_sampler.as_ref().is_some_and(ProfileSampler::prefill_due);
         for (index, chunk) in tokens.chunks(batch).enumerate() {
-            sampled = self.run_step(chunk, index == 0)?;
+            sampled = self.run_step(chunk, index == 0 && time_first)?;
         }
         Ok(sampled)
     }

@@ -232,20 +232,30 @@ pub fn normed_input_fits(ctx: &GpuContext, row_len: u32) -> bool {
         && ctx.caps.max_storage_buffers_per_stage >= 9
 }
 
-/// Workgroups beyond which repeating the norm in each costs more than the dispatch it saves.
-/// H100, synthetic Gemma 3: q/k/v (1,536 workgroups) and the 270M's gate/up (1,024) gained,
-/// the 1B's gate/up (3,456) lost 3% of decode speed.
-const MAX_NORMED_INPUT_WORKGROUPS: u32 = 2048;
+/// Input values all workgroups together may normalize, beyond which repeating the norm in each
+/// costs more than the dispatch it saves. H100: Gemma 3 270M's q/k/v (1,536 workgroups of 640
+/// values) and gate/up (1,024) gained; the 1B's gate/up (3,456 of 1,152: 4.0 M) lost 3% of
+/// decode speed; Llama 3.1 8B's q/k/v (1,536 of 4,096: 6.3 M) took 40 µs normed against
+/// about 18 for the norm kernel and the plain product.
+const MAX_NORMED_INPUT_VALUES: u64 = 1 << 20;
 
-/// Whether the decode product of `stack` (`gated`: its gated form) should normalize its input
-/// itself (`MatvecInput::Normed`) rather than read it from a norm kernel's output.
-pub fn normed_input_pays(ctx: &GpuContext, stack: &StackedMatrix, gated: bool) -> bool {
-    let w = &stack.matrix;
-    let (output_rows, max_rows) = if gated { (stack.parts[0].rows, GATED_MAX_ROWS) } else { (w.rows, 4) };
-    let workgroups = output_rows.div_ceil(matvec_shape(w, max_rows, true).1);
+/// Whether the decode products of `stacks` (`gated`: one gated product), all of one input,
+/// should each normalize that input themselves (`MatvecInput::Normed`) rather than read it from
+/// a norm kernel's output.
+pub fn normed_input_pays(ctx: &GpuContext, stacks: &[StackedMatrix], gated: bool) -> bool {
+    let mut normalized_values = 0u64;
+    for stack in stacks {
+        let w = &stack.matrix;
+        if !normed_input_fits(ctx, w.row_len) {
+            return false;
+        }
+        let (output_rows, max_rows) = if gated { (stack.parts[0].rows, GATED_MAX_ROWS) } else { (w.rows, 4) };
+        let workgroups = output_rows.div_ceil(matvec_shape(w, max_rows, true).1);
+        normalized_values += u64::from(workgroups) * u64::from(w.row_len);
+    }
     // On a CPU adapter the norm repeated in every workgroup is CPU time, not idle GPU threads
     // (lavapipe, Gemma 3 270M decode: 268 ms per token with the norm kernels apart, 460 fused).
-    !ctx.caps.cpu_adapter && normed_input_fits(ctx, w.row_len) && workgroups <= MAX_NORMED_INPUT_WORKGROUPS
+    !ctx.caps.cpu_adapter && normalized_values <= MAX_NORMED_INPUT_VALUES
 }
 
 /// Output rows per gated workgroup: each takes two sums and a workgroup holds four.

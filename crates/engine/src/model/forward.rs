@@ -453,8 +453,7 @@ impl<'a> LayerContext<'a> {
         stacks: &[StackedMatrix],
         gated: bool,
     ) -> Result<Option<PendingNorm<'a>>, KernelError> {
-        let fusable = self.mode == ForwardMode::Decode
-            && stacks.iter().all(|stack| normed_input_pays(self.ctx, stack, gated));
+        let fusable = self.mode == ForwardMode::Decode && normed_input_pays(self.ctx, stacks, gated);
         if fusable {
             return Ok(self.pending_norm.borrow_mut().take());
         }

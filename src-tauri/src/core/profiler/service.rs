@@ -17,9 +17,10 @@ use super::models::{
 };
 use crate::core::engine::{GenerationObserver, GenerationOutcome};
 
-/// One decode step in 32 is timed, and none within 200 ms of the last: on the H100 a timed step
-/// (a batch of its own, read back apart) costs about 2 ms more than an untimed one, so a fast
-/// model pays under 1% and a slow one (over 6 ms a step) 1% or less at one step in 32.
+/// A reply's first prefill step and one decode step in 32 are timed, none within 200 ms of the
+/// last: on the H100 a timed step (a batch of its own, read back apart) costs about 2 ms more
+/// than an untimed one, so a fast model pays about 1% and a slow one (over 6 ms a step) 1% or
+/// less at one step in 32 (bench/profile_cost.sh measures it).
 const SAMPLE_CADENCE: ProfileCadence = ProfileCadence { every: 32, min_interval: Duration::from_millis(200) };
 
 /// Sampled steps and events kept for the view and for export: the last few minutes of replies.
