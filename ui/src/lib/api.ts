@@ -132,6 +132,8 @@ export type HubModel = { id: string; downloads: number | null; likes: number | n
 
 export type Fit = 'fits' | 'tight' | 'too-big';
 export type MemoryTier = 'dedicated-large' | 'dedicated-small' | 'unified' | 'cpu';
+/** What a model takes on the GPU (the engine's snake_case). */
+export type MemoryFootprint = { weights: number; kv_cache: number; scratch: number };
 
 /** A repository's GGUF model with its estimated footprint (the store crate's snake_case). */
 export type AssessedChoice = {
@@ -139,7 +141,7 @@ export type AssessedChoice = {
   name: string;
   files: { path: string; size: number; sha256: string | null }[];
   size: number;
-  footprint: { weights: number; kv_cache: number; scratch: number };
+  footprint: MemoryFootprint;
   fit: Fit | null;
   recommended: boolean;
 };

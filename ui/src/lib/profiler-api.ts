@@ -1,7 +1,7 @@
 // The profiler's commands and events, typed after src-tauri/src/core/profiler/{models,commands}.rs.
 import { invoke } from '@tauri-apps/api/core';
 
-import { channel } from './api';
+import { channel, type MemoryFootprint, type MemoryTier } from './api';
 
 export type StepPhase = 'prefill' | 'decode';
 
@@ -75,7 +75,7 @@ export type AdapterFacts = {
 export type GpuMemory = {
   adapter_kind: string;
   memory_kind: string;
-  tier: 'dedicated-large' | 'dedicated-small' | 'unified' | 'cpu';
+  tier: MemoryTier;
   device_total: number | null;
   device_available: number | null;
   host_total: number;
@@ -83,8 +83,6 @@ export type GpuMemory = {
   source: string;
   budget: number | null;
 };
-
-export type MemoryFootprint = { weights: number; kv_cache: number; scratch: number };
 
 export type MemoryView = {
   gpu: GpuMemory;
