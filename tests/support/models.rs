@@ -1,9 +1,9 @@
 //! Where tests find models: the two default models in `DOPPLER_TEST_MODELS_DIR` (`make test`
 //! links them into `target/test-models`), llama.cpp's reference outputs for them, and the
-//! small architecture fixtures of `tests/data/hf/`. The engine's own unit tests use it too
-//! (`gguf::test_models`), so it needs nothing the engine does not depend on.
+//! small architecture fixtures of `tests/data/hf/`. The engine's unit tests and the app's
+//! tests take this file alone (`#[path]`), so it needs only std, serde and serde_json.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
@@ -41,7 +41,7 @@ pub fn model_path(file_name: &str) -> Option<PathBuf> {
 pub fn reference_dir() -> PathBuf {
     match std::env::var_os("DOPPLER_REFERENCE_DIR") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/reference")),
+        None => repository_root().join("../shared/reference"),
     }
 }
 
@@ -55,11 +55,20 @@ pub fn read_reference<T: DeserializeOwned>(file_name: &str) -> T {
 
 /// `tests/data/hf/`: one folder per architecture, each with a tiny `model.gguf`.
 pub fn fixtures_dir() -> PathBuf {
-    // Every crate whose tests use this sits at `crates/<name>`.
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/hf"))
+    repository_root().join("tests/data/hf")
 }
 
 /// The tiny GGUF of one architecture fixture (`llama3`, `gemma3`, `qwen2`…).
 pub fn fixture(architecture: &str) -> PathBuf {
     fixtures_dir().join(architecture).join("model.gguf")
+}
+
+/// The folder above the crate under test that holds `tests/support` (crates sit at different
+/// depths: `crates/<name>`, `src-tauri`).
+fn repository_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|dir| dir.join("tests/support").is_dir())
+        .expect("the repository's tests/support above the crate")
+        .to_path_buf()
 }

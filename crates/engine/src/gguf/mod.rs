@@ -16,8 +16,8 @@ mod writer;
 mod real_model_tests;
 #[cfg(test)]
 mod robustness_tests;
-/// The integration tests' way of finding models, shared rather than copied; the unit tests use
-/// a part of it.
+/// How every test finds the default models and fixtures (tests/support); the unit tests use a
+/// part of it.
 #[cfg(test)]
 #[allow(dead_code)]
 #[path = "../../../../tests/support/models.rs"]
