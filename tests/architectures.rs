@@ -3,25 +3,25 @@
 //! dimension), loads and runs prefill and decode steps to finite, non-constant logits. The
 //! tokenizer comes from SmolLM2 (`DOPPLER_TEST_MODELS_DIR`); weights are random.
 
-use std::path::Path;
+mod support;
 
 use doppler_engine::{
     gguf::GgufFile,
     synth::{write_synthetic, SynthShape, SHAPES},
-    CancelToken, Engine, EngineOptions, GenerateOptions, LoadOptions, SamplingParams,
+    CancelToken, GenerateOptions, LoadOptions, SamplingParams,
+};
+use support::{
+    compare::argmax,
+    gpu::default_engine,
+    models::{model_path, SMOLLM2},
 };
 
 #[test]
 fn every_synthetic_shape_loads_and_steps() {
-    let Ok(dir) = std::env::var("DOPPLER_TEST_MODELS_DIR") else {
-        if std::env::var("DOPPLER_ALLOW_MISSING_MODELS").as_deref() == Ok("1") {
-            return;
-        }
-        panic!("DOPPLER_TEST_MODELS_DIR is not set: run `make test`, or set DOPPLER_ALLOW_MISSING_MODELS=1 to skip");
-    };
-    let donor = GgufFile::open(&Path::new(&dir).join("SmolLM2-135M-Instruct.Q4_1.gguf")).unwrap();
+    let Some(donor_path) = model_path(SMOLLM2) else { return };
+    let donor = GgufFile::open(&donor_path).unwrap();
     let vocab = donor.metadata().get_str_array("tokenizer.ggml.tokens").unwrap().unwrap().len() as u32;
-    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
+    let engine = default_engine();
     let scratch = tempfile::tempdir().unwrap();
     let mut seen = Vec::new();
     for (arch, size) in SHAPES {
@@ -58,7 +58,6 @@ fn every_synthetic_shape_loads_and_steps() {
         let summary = session.generate(&prompt, &options, &CancelToken::new(), &mut |_| {}).unwrap();
         assert_eq!(summary.tokens.len(), 3, "{arch} {size}");
         // The greedy first token is the argmax of the prefill logits.
-        let argmax = logits.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0 as u32;
-        assert_eq!(summary.tokens[0], argmax, "{arch} {size}");
+        assert_eq!(summary.tokens[0], argmax(&logits), "{arch} {size}");
     }
 }

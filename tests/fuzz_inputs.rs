@@ -5,9 +5,10 @@
 //! at once or in all. A short fixed batch runs by default; `DOPPLER_FUZZ_ITERS=N` runs N inputs
 //! per target and `DOPPLER_FUZZ_SEED=S` changes the seed.
 
+mod support;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::panic::AssertUnwindSafe;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -17,6 +18,7 @@ use doppler_engine::model::ModelConfig;
 use doppler_engine::tokenizer::{ChatMessage, ChatTemplate, Tokenizer, TokenizerSpec};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use support::models::fixture;
 
 const DEFAULT_ITERS: u64 = 150;
 const INPUT_TIME_LIMIT: Duration = Duration::from_secs(5);
@@ -124,10 +126,8 @@ fn fuzz(name: &str, target: impl Fn(&mut StdRng)) {
     eprintln!("{name}: {iterations} inputs, 0 crashes, {:?}", start.elapsed());
 }
 
-fn fixture(name: &str) -> Vec<u8> {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf").join(name).join("model.gguf");
-    std::fs::read(path).unwrap()
+fn fixture_bytes(name: &str) -> Vec<u8> {
+    std::fs::read(fixture(name)).unwrap()
 }
 
 /// Values that break arithmetic: zero, one, powers of two and their neighbours, the maxima.
@@ -186,7 +186,7 @@ fn mutated_model_files() {
     let models: Vec<(Vec<u8>, usize)> = ["llama3", "gemma3", "qwen2", "phi3"]
         .into_iter()
         .map(|name| {
-            let bytes = fixture(name);
+            let bytes = fixture_bytes(name);
             let structure = GgufFile::from_bytes(bytes.clone()).unwrap().data_offset() as usize;
             (bytes, structure)
         })
@@ -365,7 +365,7 @@ const TEMPLATE_PARTS: &[&str] = &[
 #[test]
 fn generated_chat_templates() {
     let tokenizer = {
-        let gguf = GgufFile::from_bytes(fixture("llama3")).unwrap();
+        let gguf = GgufFile::from_bytes(fixture_bytes("llama3")).unwrap();
         Tokenizer::from_gguf(&gguf).unwrap()
     };
     fuzz("generated chat templates", |rng| {

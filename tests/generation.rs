@@ -2,35 +2,26 @@
 //! cancellation, context limits, KV-cache reuse across turns, multi-step GPU-resident decode
 //! and seeded sampling. Runs on lavapipe in CI; models come from `DOPPLER_TEST_MODELS_DIR`.
 
+mod support;
+
 use std::{
-    path::Path,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use doppler_engine::{
-    CancelToken, ChatMessage, Engine, EngineOptions, GenerateError, GenerateOptions, LoadOptions,
-    LoadedModel, ProfileCadence, Role, SamplingParams, StepPhase, StopReason,
+    CancelToken, ChatMessage, GenerateError, GenerateOptions, LoadOptions, LoadedModel, ProfileCadence, Role,
+    SamplingParams, StepPhase, StopReason,
+};
+use support::{
+    gpu::default_engine,
+    models::{model_path, SMOLLM2},
 };
 
 fn model() -> Option<Arc<LoadedModel>> {
-    let Ok(dir) = std::env::var("DOPPLER_TEST_MODELS_DIR") else {
-        if std::env::var("DOPPLER_ALLOW_MISSING_MODELS").as_deref() == Ok("1") {
-            return None;
-        }
-        panic!("DOPPLER_TEST_MODELS_DIR is not set: run `make test`, or set DOPPLER_ALLOW_MISSING_MODELS=1 to skip");
-    };
-    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
-    let path = Path::new(&dir).join("SmolLM2-135M-Instruct.Q4_1.gguf");
-    Some(
-        engine
-            .load_model(
-                &path,
-                LoadOptions { context_len: Some(96), max_batch: Some(16), ..Default::default() },
-                &mut |_| {},
-            )
-            .unwrap(),
-    )
+    let path = model_path(SMOLLM2)?;
+    let options = LoadOptions { context_len: Some(96), max_batch: Some(16), ..Default::default() };
+    Some(default_engine().load_model(&path, options, &mut |_| {}).unwrap())
 }
 
 fn greedy(max_tokens: u32) -> GenerateOptions {

@@ -2,16 +2,12 @@
 //! (wgpu's default handler would panic on it), and a lost device mid-conversation, with the
 //! engine reporting it on the next request. Runs on lavapipe with a tiny Llama fixture.
 
-use std::path::Path;
+mod support;
 
 use doppler_engine::{
-    gpu::GpuError, CancelToken, Engine, EngineOptions, GenerateError, GenerateOptions, LoadOptions,
-    SamplingParams,
+    gpu::GpuError, CancelToken, GenerateError, GenerateOptions, LoadOptions, SamplingParams,
 };
-
-fn fixture() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf/llama3/model.gguf")
-}
+use support::{gpu::default_engine, models::fixture};
 
 fn options() -> LoadOptions {
     LoadOptions { context_len: Some(128), max_batch: Some(16), ..Default::default() }
@@ -23,8 +19,8 @@ fn greedy() -> GenerateOptions {
 
 #[test]
 fn an_uncaught_gpu_error_is_reported_not_a_panic() {
-    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
-    let model = engine.load_model(&fixture(), options(), &mut |_| {}).unwrap();
+    let engine = default_engine();
+    let model = engine.load_model(&fixture("llama3"), options(), &mut |_| {}).unwrap();
     let mut session = model.new_session().unwrap();
     // Mapped for reading and bound as storage at once: invalid, outside any error scope.
     let _invalid = engine.gpu().device.create_buffer(&wgpu::BufferDescriptor {
@@ -42,20 +38,22 @@ fn an_uncaught_gpu_error_is_reported_not_a_panic() {
 
 #[test]
 fn a_lost_device_fails_the_next_requests_with_device_lost() {
-    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
-    let model = engine.load_model(&fixture(), options(), &mut |_| {}).unwrap();
+    let engine = default_engine();
+    let model = engine.load_model(&fixture("llama3"), options(), &mut |_| {}).unwrap();
     let mut session = model.new_session().unwrap();
     session.generate(&[1, 2, 3], &greedy(), &CancelToken::new(), &mut |_| {}).unwrap();
     engine.gpu().device.destroy();
     let error = session.generate(&[1, 2, 3, 4], &greedy(), &CancelToken::new(), &mut |_| {}).unwrap_err();
     assert!(matches!(error, GenerateError::Gpu(GpuError::DeviceLost(_))), "{error}");
     assert!(engine.gpu().is_lost());
-    let error =
-        engine.load_model(&fixture(), options(), &mut |_| {}).err().expect("no model loads on a lost device");
+    let error = engine
+        .load_model(&fixture("llama3"), options(), &mut |_| {})
+        .err()
+        .expect("no model loads on a lost device");
     assert!(error.to_string().contains("lost"), "{error}");
     // A new engine opens the device again.
-    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
-    let model = engine.load_model(&fixture(), options(), &mut |_| {}).unwrap();
+    let engine = default_engine();
+    let model = engine.load_model(&fixture("llama3"), options(), &mut |_| {}).unwrap();
     let summary = model
         .new_session()
         .unwrap()

@@ -4,10 +4,11 @@
 //! identical, except where a step is a near-tie (top-2 gap below `NEAR_TIE` in transformers'
 //! logits or ours), after which the continuations may differ.
 
-use std::path::{Path, PathBuf};
+mod support;
 
-use doppler_engine::{CancelToken, Engine, EngineOptions, GenerateOptions, LoadOptions, SamplingParams};
+use doppler_engine::{CancelToken, GenerateOptions, LoadOptions, SamplingParams};
 use serde::Deserialize;
+use support::{gpu::default_engine, models::fixtures_dir};
 
 /// A top-2 logit gap below this is a tie that float rounding may break either way.
 const NEAR_TIE: f32 = 0.05;
@@ -26,10 +27,6 @@ struct Case {
     first_step_top: Vec<(u32, f32)>,
     greedy_tokens: Vec<u32>,
     greedy_top2_gaps: Vec<f32>,
-}
-
-fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf")
 }
 
 fn top2_gap(logits: &[f32]) -> f32 {
@@ -52,7 +49,7 @@ fn check_fixture(name: &str) {
     let text = std::fs::read_to_string(dir.join("reference.json"))
         .unwrap_or_else(|e| panic!("{}: {e}", dir.join("reference.json").display()));
     let reference: Reference = serde_json::from_str(&text).unwrap();
-    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
+    let engine = default_engine();
     // transformers picks Phi 3's LongRoPE factors by sequence length (long past the original
     // 2,048 positions), the engine by context length, as llama.cpp does: short prompts run
     // in a context within the original one, long prompts in one that holds them.

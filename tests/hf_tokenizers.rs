@@ -6,6 +6,8 @@
 //!
 //! References are made by `tools/hf_fixtures/make_tokenizer_refs.py`.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -13,6 +15,7 @@ use std::path::{Path, PathBuf};
 use doppler_engine::gguf::GgufFile;
 use doppler_engine::tokenizer::{ChatMessage, ChatTemplate, Role, Tokenizer};
 use serde::Deserialize;
+use support::models::fixtures_dir;
 
 #[derive(Deserialize)]
 struct Reference {
@@ -161,7 +164,7 @@ struct FixtureCase {
 /// reproduce tokenizer.json's merge order for runs of spaces.
 #[test]
 fn model_fixture_prompts_tokenize_as_for_the_reference() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf");
+    let dir = fixtures_dir();
     for name in ["llama3", "qwen2", "qwen3", "phi3", "gemma3"] {
         let gguf = GgufFile::open(&dir.join(name).join("model.gguf")).expect("a fixture GGUF");
         let tokenizer = Tokenizer::from_gguf(&gguf).expect("a tokenizer from the fixture");

@@ -1,22 +1,21 @@
-//! Hostile model files: each is a real model (a small fixture, or a default model when
-//! `DOPPLER_TEST_MODELS_DIR` is set) with its metadata or tensor table changed to ask for too
+//! Hostile model files: each is a real model (a small fixture, or a default model from
+//! `DOPPLER_TEST_MODELS_DIR`) with its metadata or tensor table changed to ask for too
 //! much. `doppler run` must refuse each within seconds, under 1 GiB of peak memory, with an
 //! error naming the problem, and before it opens the GPU.
 
+mod support;
+
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use doppler_engine::gguf::{GgufFile, GgufWriter, MetadataArray, MetadataValue, StringArray};
 use doppler_engine::ModelFile;
+use support::models::{fixture, model_path, GEMMA, SMOLLM2};
 
 const TIME_LIMIT: Duration = Duration::from_secs(5);
 const MEMORY_LIMIT_KIB: i64 = 1024 * 1024;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf").join(name).join("model.gguf")
-}
 
 /// `source` rewritten with `edit` applied to its metadata entries (in file order).
 fn rewritten(source: &Path, edit: impl FnOnce(&mut Vec<(String, MetadataValue)>)) -> Vec<u8> {
@@ -154,11 +153,7 @@ fn assert_refused_with(case: &str, bytes: &[u8], extra_args: &[&str], expected: 
 #[test]
 fn the_unchanged_models_pass_every_check() {
     let mut models = vec![fixture("llama3"), fixture("gemma3")];
-    if let Some(dir) = std::env::var_os("DOPPLER_TEST_MODELS_DIR") {
-        for name in ["SmolLM2-135M-Instruct.Q4_1.gguf", "gemma-3-270m-q4_k_m.gguf"] {
-            models.push(Path::new(&dir).join(name));
-        }
-    }
+    models.extend([SMOLLM2, GEMMA].into_iter().filter_map(model_path));
     for model in models {
         ModelFile::open(&model).unwrap_or_else(|e| panic!("{}: {e}", model.display()));
     }
@@ -328,11 +323,7 @@ fn vocabularies_asking_for_too_much_are_refused() {
 /// The default models, when present, with the three hostile edits.
 #[test]
 fn default_models_with_hostile_metadata_are_refused() {
-    let Some(dir) = std::env::var_os("DOPPLER_TEST_MODELS_DIR") else {
-        eprintln!("skipping: DOPPLER_TEST_MODELS_DIR is not set");
-        return;
-    };
-    let smollm = Path::new(&dir).join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let (Some(smollm), Some(gemma)) = (model_path(SMOLLM2), model_path(GEMMA)) else { return };
     assert_refused(
         "SmolLM2 layers",
         &with_key(&smollm, "llama.block_count", u32::MAX),
@@ -340,7 +331,6 @@ fn default_models_with_hostile_metadata_are_refused() {
     );
     let template = with_key(&smollm, "tokenizer.chat_template", LOOPING_TEMPLATE);
     assert_refused("SmolLM2 template", &template, &["chat template", "fuel"]);
-    let gemma = Path::new(&dir).join("gemma-3-270m-q4_k_m.gguf");
     let prefixes = rewritten(&gemma, |entries| {
         let (_, tokens) = entries.iter().find(|(k, _)| k == "tokenizer.ggml.tokens").unwrap();
         let MetadataValue::Array(MetadataArray::String(tokens)) = tokens else {

@@ -13,6 +13,8 @@
 //! products are within 2 · 2^-11 ≈ 9.8e-4 of theirs: there the bound is
 //! 1.5e-3 · Σ_k |w_k·x_k| + 1e-6. On such adapters the tiled tests run both variants.
 
+mod support;
+
 use std::sync::Arc;
 
 use doppler_engine::{
@@ -28,14 +30,11 @@ use doppler_engine::{
     },
     quant::{dequantize_row, random_quantized},
 };
+use support::gpu::{f32_buffer, gpu, run, step_buffer, values, without_subgroups};
 
 const RELATIVE_TOLERANCE: f64 = 1e-5;
 const ABSOLUTE_TOLERANCE: f64 = 1e-6;
 const COOPERATIVE_MATRIX_RELATIVE_TOLERANCE: f64 = 1.5e-3;
-
-fn gpu(options: GpuOptions) -> Arc<GpuContext> {
-    GpuContext::new(&options).expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
-}
 
 /// The tiled kernel's contexts: the default one, and one without cooperative matrices where
 /// the default uses them.
@@ -55,25 +54,6 @@ fn matmul_tolerance(ctx: &GpuContext) -> f64 {
     } else {
         RELATIVE_TOLERANCE
     }
-}
-
-fn without_subgroups() -> Arc<GpuContext> {
-    let ctx = gpu(GpuOptions { disable_subgroups: true, ..Default::default() });
-    assert!(!ctx.caps.subgroups);
-    ctx
-}
-
-/// Deterministic values in [-1, 1).
-fn values(count: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..count)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
 }
 
 /// Row lengths to test: not multiples of 256 where the block allows it.
@@ -164,20 +144,6 @@ fn compare_within(
         worst = worst.max(error / magnitude.max(1e-30));
     }
     Ok(worst)
-}
-
-fn run(ctx: &GpuContext, ops: &OpList, n_tokens: u32) {
-    let mut encoder = ctx.device.create_command_encoder(&Default::default());
-    ops.encode(&mut encoder, n_tokens, None);
-    ctx.queue.submit([encoder.finish()]);
-}
-
-fn f32_buffer(ctx: &GpuContext, data: &[f32]) -> wgpu::Buffer {
-    ctx.storage_buffer("data", bytemuck::cast_slice(data))
-}
-
-fn step_buffer(ctx: &GpuContext, n_tokens: u32) -> wgpu::Buffer {
-    ctx.storage_buffer("step", bytemuck::cast_slice(&[0u32, n_tokens, 0, 0]))
 }
 
 /// Runs the matrix-vector kernel on `w` and checks it against `m`.
@@ -294,7 +260,7 @@ fn check_matmul_with(
     let mut worst = 0.0f64;
     for &n in token_counts {
         let output = f32_buffer(ctx, &vec![sentinel; max_tokens as usize * m.rows]);
-        let step = step_buffer(ctx, n);
+        let step = step_buffer(ctx, 0, n);
         let mut ops = OpList::new();
         record_matmul_rows(ctx, &mut ops, label, w, 0..w.rows, &input, &output, &step, max_tokens, scratch)
             .map_err(|e| format!("{label}: {e}"))?;
@@ -732,7 +698,7 @@ fn matmul_over_parts_of_a_chunked_stack_matches_reference() {
     let n_tokens = 5u32;
     let x = values(n_tokens as usize * 640, 61);
     let input = f32_buffer(&ctx, &x);
-    let step = step_buffer(&ctx, n_tokens);
+    let step = step_buffer(&ctx, 0, n_tokens);
     let mut first = 0u32;
     for (i, m) in parts.iter().enumerate() {
         let rows = first..first + m.rows as u32;
@@ -787,7 +753,7 @@ fn check_embedding(ctx: &GpuContext, m: &TestMatrix, table: &GpuMatrix, tokens: 
     let token_buffer = ctx.storage_buffer("tokens", bytemuck::cast_slice(&token_data));
     let sentinel = 99.0f32;
     let output = f32_buffer(ctx, &vec![sentinel; max_tokens as usize * m.row_len]);
-    let step = step_buffer(ctx, tokens.len() as u32);
+    let step = step_buffer(ctx, 0, tokens.len() as u32);
     let mut ops = OpList::new();
     record_embedding(ctx, &mut ops, "embedding", table, &token_buffer, &output, &step, scale, max_tokens)
         .unwrap();

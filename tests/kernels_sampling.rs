@@ -9,6 +9,8 @@
 //!   (400 in candidate mode) pass a chi-square test at p = 0.001;
 //! - the finish-step kernel's effect on the step, the next input, the ring and stop tokens.
 
+mod support;
+
 use std::sync::Arc;
 
 use doppler_engine::{
@@ -19,6 +21,10 @@ use doppler_engine::{
     },
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
+use support::{
+    compare::argmax,
+    gpu::{gpu, without_subgroups},
+};
 
 /// Logits sit at this element offset in their buffer, after values that would win if read.
 const LOGITS_OFFSET: u32 = 3;
@@ -26,15 +32,9 @@ const PROBABILITY_TOLERANCE: f64 = 1e-5;
 /// A draw within this of a CDF step may round either way on the GPU.
 const CDF_TOLERANCE: f64 = 1e-5;
 
-fn gpu(options: GpuOptions) -> Arc<GpuContext> {
-    GpuContext::new(&options).expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
-}
-
 /// The default context (subgroups where the adapter has them) and one without subgroups.
 fn contexts() -> Vec<Arc<GpuContext>> {
-    let fallback = gpu(GpuOptions { disable_subgroups: true, ..Default::default() });
-    assert!(!fallback.caps.subgroups);
-    let contexts = vec![gpu(GpuOptions::default()), fallback];
+    let contexts = vec![gpu(GpuOptions::default()), without_subgroups()];
     for ctx in &contexts {
         warm_up(ctx);
     }
@@ -127,17 +127,6 @@ fn peaked_logits(rng: &mut StdRng, count: usize, hot: usize) -> Vec<f32> {
         logits[token] = rng.random_range(0.0..6.0);
     }
     logits
-}
-
-/// The argmax, ties to the lowest id.
-fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &v) in logits.iter().enumerate() {
-        if v > logits[best] {
-            best = i;
-        }
-    }
-    best as u32
 }
 
 /// llama.cpp's repetition penalty over the distinct tokens of `window`.

@@ -3,6 +3,8 @@
 //! in CI). Needs: compute shaders; the f16 KV-cache path runs where the adapter has
 //! shader-f16, and the f32 path always runs (by disabling f16).
 
+mod support;
+
 use std::sync::Arc;
 
 use doppler_engine::{
@@ -22,47 +24,18 @@ use doppler_engine::{
     },
 };
 use half::f16;
+use support::{
+    compare::assert_close,
+    gpu::{f32_buffer, gpu, run, step_buffer, values},
+};
 
-fn gpu(options: GpuOptions) -> Arc<GpuContext> {
-    GpuContext::new(&options).expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
-}
-
-/// Deterministic values in [-1, 1).
-fn values(count: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..count)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn step_buffer(ctx: &GpuContext, pos: u32, n_tokens: u32) -> wgpu::Buffer {
-    ctx.storage_buffer("step", bytemuck::cast_slice(&[pos, n_tokens, 0, 0]))
-}
-
-fn f32_buffer(ctx: &GpuContext, data: &[f32]) -> wgpu::Buffer {
-    ctx.storage_buffer("data", bytemuck::cast_slice(data))
-}
-
-fn run(ctx: &GpuContext, ops: &OpList, n_tokens: u32) {
-    let mut encoder = ctx.device.create_command_encoder(&Default::default());
-    ops.encode(&mut encoder, n_tokens, None);
-    ctx.queue.submit([encoder.finish()]);
-}
-
-fn assert_close(label: &str, actual: &[f32], expected: &[f64], abs_tol: f64, rel_tol: f64) {
-    assert_eq!(actual.len(), expected.len(), "{label}: length");
-    for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
-        let tolerance = abs_tol + rel_tol * e.abs();
-        assert!(
-            (a as f64 - e).abs() <= tolerance,
-            "{label}[{i}]: got {a}, expected {e} (tolerance {tolerance})"
-        );
-    }
+/// The default context (an f16 KV cache and subgroup reductions where the adapter has them)
+/// and one with neither.
+fn default_and_f32_contexts() -> [Arc<GpuContext>; 2] {
+    [
+        gpu(GpuOptions::default()),
+        gpu(GpuOptions { disable_f16: true, disable_subgroups: true, ..Default::default() }),
+    ]
 }
 
 fn rms_norm_reference(x: &[f32], w: &[f32], dim: usize, eps: f32) -> Vec<f64> {
@@ -517,11 +490,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             split: true,
         },
     ];
-    let contexts = [
-        gpu(GpuOptions::default()),
-        gpu(GpuOptions { disable_f16: true, disable_subgroups: true, ..Default::default() }),
-    ];
-    for ctx in &contexts {
+    for ctx in &default_and_f32_contexts() {
         for case in &cases {
             check_attention(ctx, case);
         }
@@ -898,11 +867,7 @@ fn decode_attention_with_qk_step_matches_qk_step_then_attention() {
             norm: true,
         },
     ];
-    let contexts = [
-        gpu(GpuOptions::default()),
-        gpu(GpuOptions { disable_f16: true, disable_subgroups: true, ..Default::default() }),
-    ];
-    for ctx in &contexts {
+    for ctx in &default_and_f32_contexts() {
         for case in &cases {
             check_decode_attention_with_qk_step(ctx, case);
         }

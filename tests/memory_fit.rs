@@ -2,30 +2,18 @@
 //! session are up (lavapipe in CI), and the loader refusing a model that does not fit before
 //! anything is uploaded, with advice that works.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use doppler_engine::{
     model::{FitAdvice, ModelTooLarge},
-    Engine, EngineOptions, GenerateError, LoadOptions,
+    Engine, GenerateError, LoadOptions,
 };
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf").join(name).join("model.gguf")
-}
-
-/// The default models where `make test` linked them, else none.
-fn default_models() -> Vec<PathBuf> {
-    let Ok(dir) = std::env::var("DOPPLER_TEST_MODELS_DIR") else {
-        if std::env::var("DOPPLER_ALLOW_MISSING_MODELS").as_deref() == Ok("1") {
-            return Vec::new();
-        }
-        panic!("DOPPLER_TEST_MODELS_DIR is not set: run `make test`, or set DOPPLER_ALLOW_MISSING_MODELS=1 to skip");
-    };
-    ["gemma-3-270m-q4_k_m.gguf", "SmolLM2-135M-Instruct.Q4_1.gguf"]
-        .iter()
-        .map(|name| Path::new(&dir).join(name))
-        .collect()
-}
+use support::{
+    gpu::default_engine,
+    models::{fixture, model_path, GEMMA, SMOLLM2},
+};
 
 fn load(
     engine: &Engine,
@@ -42,10 +30,10 @@ fn load(
 
 #[test]
 fn the_estimate_is_within_five_percent_of_what_is_allocated() {
-    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
+    let engine = default_engine();
     let gpu = engine.gpu().clone();
-    let mut models: Vec<PathBuf> = ["gemma3", "qwen2", "llama3"].iter().map(|name| fixture(name)).collect();
-    models.extend(default_models());
+    let mut models: Vec<PathBuf> = ["gemma3", "qwen2", "llama3"].into_iter().map(fixture).collect();
+    models.extend([GEMMA, SMOLLM2].into_iter().filter_map(model_path));
     for path in models {
         for context_len in [512, 4096] {
             let before = gpu.allocated_bytes().expect("the Vulkan allocator reports its allocations");
@@ -75,7 +63,7 @@ fn the_estimate_is_within_five_percent_of_what_is_allocated() {
 
 #[test]
 fn a_model_over_the_budget_is_refused_before_upload_with_a_context_that_fits() {
-    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
+    let engine = default_engine();
     let gpu = engine.gpu().clone();
     let path = fixture("qwen2");
     let footprint = load(&engine, &path, 4096, None).unwrap().info().footprint;
@@ -106,7 +94,7 @@ fn a_model_over_the_budget_is_refused_before_upload_with_a_context_that_fits() {
 
 #[test]
 fn weights_over_the_budget_advise_a_smaller_quantization() {
-    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
+    let engine = default_engine();
     let path = fixture("qwen2");
     // The session the advice assumes is one of 256 tokens.
     let footprint = load(&engine, &path, 256, None).unwrap().info().footprint;

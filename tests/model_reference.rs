@@ -4,16 +4,21 @@
 //!
 //! Models come from `DOPPLER_TEST_MODELS_DIR`; `make test` fetches them and sets it.
 
+mod support;
+
 use std::{
-    path::{Path, PathBuf},
+    path::Path,
     sync::{Arc, OnceLock},
 };
 
 use doppler_engine::{
-    evaluate::perplexity, CancelToken, Engine, EngineOptions, GenerateOptions, LoadOptions, LoadedModel,
-    SamplingParams,
+    evaluate::perplexity, CancelToken, Engine, GenerateOptions, LoadOptions, LoadedModel, SamplingParams,
 };
 use serde::Deserialize;
+use support::{
+    compare::argmax,
+    models::{model_path, read_reference, reference_dir, GEMMA, SMOLLM2},
+};
 
 #[derive(Deserialize)]
 struct Reference {
@@ -36,38 +41,14 @@ struct PerplexityReference {
     scored_tokens: usize,
 }
 
-fn reference_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("DOPPLER_REFERENCE_DIR") {
-        return PathBuf::from(dir);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference")
-}
-
-fn load_reference(name: &str) -> Reference {
-    let path = reference_dir().join(format!("{name}.json"));
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e} (set DOPPLER_REFERENCE_DIR)", path.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
 fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| {
-        Engine::new(EngineOptions::default())
-            .expect("a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
-    })
+    ENGINE.get_or_init(support::gpu::default_engine)
 }
 
 /// `None` only where the caller explicitly allows missing models.
 fn load_model(file: &str) -> Option<Arc<LoadedModel>> {
-    let Ok(dir) = std::env::var("DOPPLER_TEST_MODELS_DIR") else {
-        if std::env::var("DOPPLER_ALLOW_MISSING_MODELS").as_deref() == Ok("1") {
-            eprintln!("skipping: DOPPLER_TEST_MODELS_DIR is not set");
-            return None;
-        }
-        panic!("DOPPLER_TEST_MODELS_DIR is not set: run `make test`, or set DOPPLER_ALLOW_MISSING_MODELS=1 to skip");
-    };
-    let path = Path::new(&dir).join(file);
+    let path = model_path(file)?;
     let options = LoadOptions { context_len: Some(512), max_batch: Some(128), ..Default::default() };
     Some(
         engine()
@@ -123,7 +104,7 @@ fn check_first_step(model: &Arc<LoadedModel>, reference: &Reference, exact: &Exa
     for (case, exact_case) in reference.cases.iter().zip(&exact.cases) {
         assert_eq!(case.prompt_tokens, exact_case.prompt_tokens, "reference files disagree on the prompt");
         let logits = session.logits_after(&case.prompt_tokens).unwrap();
-        let ours_top = (0..logits.len()).max_by(|&a, &b| logits[a].total_cmp(&logits[b])).unwrap() as u32;
+        let ours_top = argmax(&logits);
         let (theirs_top, top_logit) = case.first_step_top10[0];
         let reference_gap = top_logit - case.first_step_top10[1].1;
         assert!(
@@ -224,8 +205,8 @@ fn check_perplexity(model: &Arc<LoadedModel>, reference: &Reference) {
 
 #[test]
 fn smollm2_matches_llama_cpp() {
-    let Some(model) = load_model("SmolLM2-135M-Instruct.Q4_1.gguf") else { return };
-    let reference = load_reference("smollm2-135m-instruct-q4_1");
+    let Some(model) = load_model(SMOLLM2) else { return };
+    let reference = read_reference::<Reference>("smollm2-135m-instruct-q4_1.json");
     check_first_step(&model, &reference, &load_exact("smollm2-135m-instruct-q4_1"));
     check_greedy(&model, &reference);
     check_perplexity(&model, &reference);
@@ -233,8 +214,8 @@ fn smollm2_matches_llama_cpp() {
 
 #[test]
 fn gemma3_matches_llama_cpp() {
-    let Some(model) = load_model("gemma-3-270m-q4_k_m.gguf") else { return };
-    let reference = load_reference("gemma-3-270m-q4_k_m");
+    let Some(model) = load_model(GEMMA) else { return };
+    let reference = read_reference::<Reference>("gemma-3-270m-q4_k_m.json");
     check_first_step(&model, &reference, &load_exact("gemma-3-270m-q4_k_m"));
     check_greedy(&model, &reference);
     check_perplexity(&model, &reference);

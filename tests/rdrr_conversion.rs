@@ -2,16 +2,23 @@
 //! that GGUF's logits bit for bit (same types, same bytes, same kernels), for every tiny
 //! architecture fixture and for SmolLM2 135M on one short prompt.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use doppler_engine::{
     gguf::{GgmlType, GgufFile},
-    ChatMessage, Engine, EngineOptions, LoadOptions, LoadedModel,
+    ChatMessage, Engine, LoadOptions, LoadedModel,
 };
 use doppler_store::convert::gguf_to_rdrr;
+use support::{
+    compare::{argmax, max_abs_diff},
+    gpu::default_engine,
+    models::{fixture, fixtures_dir, model_path, SMOLLM2},
+};
 
 fn fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf");
+    let dir = fixtures_dir();
     let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|entry| entry.unwrap().path().join("model.gguf"))
@@ -52,7 +59,7 @@ fn check_same_logits(engine: &Engine, gguf: &Path, dir: &Path, shard_limit: u64,
 
 #[test]
 fn an_rdrr_made_from_each_fixture_gives_its_logits_bit_for_bit() {
-    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
+    let engine = default_engine();
     for gguf in fixtures() {
         let dir = tempfile::tempdir().unwrap();
         // Shards just large enough for the largest tensor: each fixture spans several.
@@ -63,21 +70,10 @@ fn an_rdrr_made_from_each_fixture_gives_its_logits_bit_for_bit() {
 
 #[test]
 fn an_rdrr_made_from_smollm2_gives_its_logits_bit_for_bit() {
-    let Some(gguf) = test_model("SmolLM2-135M-Instruct.Q4_1.gguf") else { return };
-    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
+    let Some(gguf) = model_path(SMOLLM2) else { return };
+    let engine = default_engine();
     let dir = tempfile::tempdir().unwrap();
     check_same_logits(&engine, &gguf, dir.path(), 32 << 20, "Why is the sky blue?");
-}
-
-/// A default model from `DOPPLER_TEST_MODELS_DIR` (`make test` sets it); skipped only where
-/// `DOPPLER_ALLOW_MISSING_MODELS=1`.
-fn test_model(file_name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("DOPPLER_TEST_MODELS_DIR").map(|dir| PathBuf::from(dir).join(file_name));
-    match path {
-        Some(path) if path.is_file() => Some(path),
-        _ if std::env::var("DOPPLER_ALLOW_MISSING_MODELS").is_ok_and(|v| v == "1") => None,
-        _ => panic!("{file_name} not found: set DOPPLER_TEST_MODELS_DIR (make test-models fills one)"),
-    }
 }
 
 /// The GGUF's tensor name → Hugging Face's (the converter's mapping read backwards).
@@ -227,13 +223,6 @@ fn write_hf_folder(gguf_path: &Path, folder: &Path) {
     std::fs::write(folder.join("tokenizer_config.json"), tokenizer_config.to_string()).unwrap();
 }
 
-/// The largest difference between two logit vectors, and whether their argmax agrees.
-fn compare(expected: &[f32], actual: &[f32]) -> (f32, bool) {
-    let argmax = |v: &[f32]| v.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0;
-    let worst = expected.iter().zip(actual).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
-    (worst, argmax(expected) == argmax(actual))
-}
-
 /// Requantizing these fixtures' random weights into another type moves a logit by at most
 /// this: 2% of their ±12 span (measured: 0.17 at most, Qwen 3's F16 to Q8_0).
 const LOGIT_TOLERANCE: f32 = 0.25;
@@ -241,10 +230,9 @@ const LOGIT_TOLERANCE: f32 = 0.25;
 #[test]
 fn a_safetensors_folder_converts_to_the_ggufs_logits() {
     use doppler_store::convert::{safetensors_to_rdrr, TargetQuant};
-    let engine = Engine::new(EngineOptions::default()).expect("a wgpu adapter");
-    let fixtures_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf");
+    let engine = default_engine();
     for architecture in ["llama3", "qwen2", "qwen3"] {
-        let gguf = fixtures_dir.join(architecture).join("model.gguf");
+        let gguf = fixture(architecture);
         let folder = tempfile::tempdir().unwrap();
         write_hf_folder(&gguf, folder.path());
         let original = load(&engine, &gguf);
@@ -275,12 +263,10 @@ fn a_safetensors_folder_converts_to_the_ggufs_logits() {
                 "{architecture}"
             );
             let actual = converted.new_session().unwrap().logits_after(&tokens).unwrap();
-            let (worst, same_argmax) = compare(&expected, &actual);
+            let (worst, same_argmax) =
+                (max_abs_diff(&expected, &actual), argmax(&expected) == argmax(&actual));
             let span = expected.iter().fold(0.0f32, |m, v| m.max(v.abs()));
             eprintln!("{architecture} {quant:?}: largest logit difference {worst} (logits within ±{span}), argmax agrees: {same_argmax}");
-            if true {
-                continue;
-            }
             match quant {
                 TargetQuant::F16 if all_f16 => {
                     assert_eq!(worst, 0.0, "{architecture}: F16 round-trips exactly")

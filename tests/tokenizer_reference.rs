@@ -6,7 +6,8 @@
 //! `DOPPLER_ALLOW_MISSING_MODELS=1`); the reference from `DOPPLER_REFERENCE_DIR`, by default
 //! `shared/reference` beside the repository.
 
-use std::path::{Path, PathBuf};
+mod support;
+
 use std::time::Instant;
 
 use doppler_engine::gguf::GgufFile;
@@ -14,10 +15,9 @@ use doppler_engine::tokenizer::{
     encode_chat, BuiltinTemplate, ChatMessage, ChatTemplate, StreamDecoder, TemplateOrigin, Tokenizer,
 };
 use serde::Deserialize;
+use support::models::{model_path, read_reference, GEMMA, SMOLLM2};
 
-const GEMMA_FILE: &str = "gemma-3-270m-q4_k_m.gguf";
 const GEMMA_REFERENCE: &str = "gemma-3-270m-q4_k_m";
-const SMOLLM2_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 const SMOLLM2_REFERENCE: &str = "smollm2-135m-instruct-q4_1";
 
 #[derive(Deserialize)]
@@ -42,40 +42,9 @@ struct PromptCase {
     prompt_tokens: Vec<u32>,
 }
 
-fn reference_dir() -> PathBuf {
-    match std::env::var_os("DOPPLER_REFERENCE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference"),
-    }
-}
-
-fn read_reference<T: for<'de> Deserialize<'de>>(file_name: &str) -> T {
-    let path = reference_dir().join(file_name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e} (set DOPPLER_REFERENCE_DIR)", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
-}
-
 /// The model's GGUF file, or `None` when it is missing and `DOPPLER_ALLOW_MISSING_MODELS=1`.
 fn open_model(file_name: &str) -> Option<GgufFile> {
-    let allow_missing = std::env::var("DOPPLER_ALLOW_MISSING_MODELS").as_deref() == Ok("1");
-    let path = std::env::var_os("DOPPLER_TEST_MODELS_DIR").map(|dir| PathBuf::from(dir).join(file_name));
-    match path {
-        Some(path) if path.is_file() => Some(GgufFile::open(&path).expect("a readable GGUF file")),
-        _ if allow_missing => {
-            eprintln!("skipping: {file_name} not found in DOPPLER_TEST_MODELS_DIR (DOPPLER_ALLOW_MISSING_MODELS=1)");
-            None
-        }
-        Some(path) => panic!(
-            "{} does not exist: set DOPPLER_TEST_MODELS_DIR to a directory holding {GEMMA_FILE} and {SMOLLM2_FILE} \
-             (e.g. after `doppler models fetch-defaults`), or DOPPLER_ALLOW_MISSING_MODELS=1 to skip",
-            path.display()
-        ),
-        None => panic!(
-            "DOPPLER_TEST_MODELS_DIR is not set: point it at a directory holding {GEMMA_FILE} and {SMOLLM2_FILE}, \
-             or set DOPPLER_ALLOW_MISSING_MODELS=1 to skip"
-        ),
-    }
+    Some(GgufFile::open(&model_path(file_name)?).expect("a readable GGUF file"))
 }
 
 fn load_tokenizer(gguf: &GgufFile) -> Tokenizer {
@@ -189,7 +158,7 @@ fn check_round_trips(tokenizer: &Tokenizer, reference: &str) {
 
 #[test]
 fn gemma3_tokenizer_matches_llama_cpp() {
-    let Some(gguf) = open_model(GEMMA_FILE) else {
+    let Some(gguf) = open_model(GEMMA) else {
         return;
     };
     let tokenizer = load_tokenizer(&gguf);
@@ -224,7 +193,7 @@ fn gemma3_tokenizer_matches_llama_cpp() {
 
 #[test]
 fn smollm2_tokenizer_matches_llama_cpp() {
-    let Some(gguf) = open_model(SMOLLM2_FILE) else {
+    let Some(gguf) = open_model(SMOLLM2) else {
         return;
     };
     let tokenizer = load_tokenizer(&gguf);

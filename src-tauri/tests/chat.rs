@@ -1,6 +1,12 @@
 //! The chat service and the engine worker without a window: real SQLite, the real engine
 //! (lavapipe where there is no GPU) and SmolLM2 135M from `DOPPLER_TEST_MODELS_DIR`.
 
+// How every test finds the default models (the rest of tests/support is GPU helpers); this
+// binary uses a part of the file.
+#[allow(dead_code)]
+#[path = "../../tests/support/models.rs"]
+mod test_models;
+
 use std::{
     path::PathBuf,
     sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, OnceLock},
@@ -16,33 +22,10 @@ use doppler_app::core::{
     storage::{ConversationSettings, Database, FinishReason, Role},
 };
 use doppler_engine::{EngineOptions, GenerateOptions, ModelInfo};
+use test_models::{model_path, SMOLLM2};
 
-const SMOLLM2_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 const MODEL: &str = "smollm2";
 const WAIT: Duration = Duration::from_secs(180);
-
-/// The model file, or `None` (skip) when DOPPLER_ALLOW_MISSING_MODELS=1; otherwise a missing
-/// model fails the test with instructions.
-fn smollm2_path() -> Option<PathBuf> {
-    let allow_missing = std::env::var("DOPPLER_ALLOW_MISSING_MODELS").is_ok_and(|v| v == "1");
-    let missing = |why: String| {
-        assert!(
-            allow_missing,
-            "{why}: set DOPPLER_TEST_MODELS_DIR to a directory holding {SMOLLM2_FILE} (`make test-models`), or DOPPLER_ALLOW_MISSING_MODELS=1 to skip"
-        );
-        eprintln!("skipping: {why}");
-        None
-    };
-    let Some(dir) = std::env::var_os("DOPPLER_TEST_MODELS_DIR") else {
-        return missing("DOPPLER_TEST_MODELS_DIR is not set".into());
-    };
-    let path = PathBuf::from(dir).join(SMOLLM2_FILE);
-    if path.is_file() {
-        Some(path)
-    } else {
-        missing(format!("{} does not exist", path.display()))
-    }
-}
 
 /// Collects a generation's events and lets the test wait for them.
 #[derive(Default)]
@@ -162,7 +145,7 @@ impl Harness {
 /// One worker with the model loaded, shared by the tests one at a time (the queue is shared).
 fn harness() -> Option<MutexGuard<'static, Harness>> {
     static HARNESS: OnceLock<Mutex<Harness>> = OnceLock::new();
-    let path = smollm2_path()?;
+    let path = model_path(SMOLLM2)?;
     Some(
         HARNESS
             .get_or_init(|| Mutex::new(Harness::new(path)))
@@ -337,7 +320,7 @@ fn edits_are_sent_on_a_branch_of_their_own() {
 #[test]
 fn a_full_context_is_reported() {
     let Some(h) = harness() else { return };
-    let path = smollm2_path().unwrap();
+    let path = model_path(SMOLLM2).unwrap();
     load(&h.worker, "smollm2-tiny-context", path, Some(48)).unwrap();
     let target = |sink: &Arc<Collector>| ReplyTarget {
         model_id: "smollm2-tiny-context".into(),
@@ -422,7 +405,7 @@ impl GenerationObserver for Outcome {
 
 #[test]
 fn shutting_down_stops_the_running_generation_and_refuses_new_ones() {
-    let Some(path) = smollm2_path() else { return };
+    let Some(path) = model_path(SMOLLM2) else { return };
     let worker = EngineWorker::spawn(EngineOptions::default(), MAX_WAITING_REPLIES);
     load(&worker, MODEL, path, Some(256)).unwrap();
     let request = |text: &str| GenerationRequest {

@@ -11,13 +11,14 @@ use axum::{
     routing::{get, post},
     Json, Router,
 };
+use doppler_runtime::Prompt;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::{
     api_error::ApiError,
     completion::{answer, Completion, Endpoint},
-    wire_request::{ChatCompletionRequest, CompletionRequest},
+    wire_request::{ChatCompletionRequest, CompletionRequest, GenerationFields},
     RequestKey, ServerState,
 };
 
@@ -49,14 +50,9 @@ async fn chat_completions<K: RequestKey>(
 ) -> Result<Response, ApiError> {
     let request: ChatCompletionRequest = parse(&state, body)?;
     let max_tokens = request.max_tokens()?;
-    let completion = Completion {
-        endpoint: Endpoint::Chat,
-        prompt: request.prompt()?,
-        options: request.generation.options(max_tokens, state.context_len)?,
-        stream: request.generation.stream,
-        include_usage: request.generation.include_usage(),
-        model: request.model,
-    };
+    let prompt = request.prompt()?;
+    let completion =
+        completion(&state, Endpoint::Chat, request.model, prompt, max_tokens, &request.generation)?;
     answer(&state, completion).await
 }
 
@@ -66,15 +62,29 @@ async fn completions<K: RequestKey>(
 ) -> Result<Response, ApiError> {
     let request: CompletionRequest = parse(&state, body)?;
     let max_tokens = request.generation.max_tokens()?;
-    let completion = Completion {
-        endpoint: Endpoint::Text,
-        prompt: request.prompt()?,
-        options: request.generation.options(max_tokens, state.context_len)?,
-        stream: request.generation.stream,
-        include_usage: request.generation.include_usage(),
-        model: request.model,
-    };
+    let prompt = request.prompt()?;
+    let completion =
+        completion(&state, Endpoint::Text, request.model, prompt, max_tokens, &request.generation)?;
     answer(&state, completion).await
+}
+
+/// What both endpoints run, once each has checked the fields it alone has.
+fn completion<K>(
+    state: &ServerState<K>,
+    endpoint: Endpoint,
+    model: String,
+    prompt: Prompt,
+    max_tokens: Option<u32>,
+    generation: &GenerationFields,
+) -> Result<Completion, ApiError> {
+    Ok(Completion {
+        endpoint,
+        model,
+        prompt,
+        options: generation.options(max_tokens, state.context_len)?,
+        stream: generation.stream,
+        include_usage: generation.include_usage(),
+    })
 }
 
 async fn health<K: RequestKey>(State(state): State<Arc<ServerState<K>>>) -> Json<serde_json::Value> {

@@ -1,9 +1,18 @@
-use std::collections::HashMap;
+use std::{collections::HashMap, fmt};
+
+use serde::{
+    de::{SeqAccess, Visitor},
+    ser::SerializeSeq,
+    Deserialize, Deserializer, Serialize, Serializer,
+};
 
 use super::GgufError;
 
-/// One metadata value, as typed in the file.
-#[derive(Debug, Clone, PartialEq)]
+/// One metadata value, as typed in the file. In JSON (an RDRR manifest) it is written with its
+/// type, `{"u32": 30}`, `{"string": "…"}`, `{"array": {"string": […]}}`, so a round trip keeps
+/// every type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MetadataValue {
     U8(u8),
     I8(i8),
@@ -22,7 +31,8 @@ pub enum MetadataValue {
 
 /// A typed metadata array. Homogeneous element vectors keep 262,144-entry vocabularies
 /// down to a handful of allocations.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MetadataArray {
     U8(Vec<u8>),
     I8(Vec<i8>),
@@ -90,6 +100,42 @@ impl<S: AsRef<str>> FromIterator<S> for StringArray {
     }
 }
 
+/// A plain list of strings in JSON.
+impl Serialize for StringArray {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.len()))?;
+        for s in self.iter() {
+            seq.serialize_element(s)?;
+        }
+        seq.end()
+    }
+}
+
+/// Each string goes into the one buffer as it is read.
+impl<'de> Deserialize<'de> for StringArray {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StringsVisitor;
+
+        impl<'de> Visitor<'de> for StringsVisitor {
+            type Value = StringArray;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a list of strings")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StringArray, A::Error> {
+                let mut array = StringArray::new();
+                while let Some(s) = seq.next_element::<String>()? {
+                    array.push(&s);
+                }
+                Ok(array)
+            }
+        }
+
+        deserializer.deserialize_seq(StringsVisitor)
+    }
+}
+
 /// GGUF's value type ids (gguf_type in gguf.h).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ValueType {
@@ -109,24 +155,13 @@ pub(crate) enum ValueType {
 }
 
 impl ValueType {
-    pub(crate) fn from_id(id: u32) -> Option<Self> {
+    const ALL: [ValueType; 13] = {
         use ValueType::*;
-        Some(match id {
-            0 => U8,
-            1 => I8,
-            2 => U16,
-            3 => I16,
-            4 => U32,
-            5 => I32,
-            6 => F32,
-            7 => Bool,
-            8 => String,
-            9 => Array,
-            10 => U64,
-            11 => I64,
-            12 => F64,
-            _ => return None,
-        })
+        [U8, I8, U16, I16, U32, I32, F32, Bool, String, Array, U64, I64, F64]
+    };
+
+    pub(crate) fn from_id(id: u32) -> Option<Self> {
+        Self::ALL.into_iter().find(|&ty| ty as u32 == id)
     }
 
     /// The fewest bytes one value of this type can take in the file; bounds counts before allocating.
@@ -557,6 +592,18 @@ mod tests {
         assert_eq!(err.to_string(), "metadata key 'tokens' is array of string, expected string");
         assert!(m.get_bool("u8").is_err());
         assert!(m.get_f32_array("types").is_err());
+    }
+
+    /// The shape RDRR manifests (format version 1) store metadata in.
+    #[test]
+    fn values_are_written_to_json_with_their_types() {
+        let tokens = MetadataValue::from(StringArray::from_iter(["a", "\"b\""]));
+        let json = serde_json::to_string(&tokens).unwrap();
+        assert_eq!(json, r#"{"array":{"string":["a","\"b\""]}}"#);
+        assert_eq!(serde_json::from_str::<MetadataValue>(&json).unwrap(), tokens);
+        let nested = MetadataValue::Array(MetadataArray::Array(vec![MetadataArray::U8(vec![1])]));
+        assert_eq!(serde_json::to_string(&nested).unwrap(), r#"{"array":{"array":[{"u8":[1]}]}}"#);
+        assert_eq!(serde_json::to_string(&MetadataValue::F32(0.5)).unwrap(), r#"{"f32":0.5}"#);
     }
 
     #[test]

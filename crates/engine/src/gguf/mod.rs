@@ -16,7 +16,11 @@ mod writer;
 mod real_model_tests;
 #[cfg(test)]
 mod robustness_tests;
+/// How every test finds the default models and fixtures (tests/support); the unit tests use a
+/// part of it.
 #[cfg(test)]
+#[allow(dead_code)]
+#[path = "../../../../tests/support/models.rs"]
 pub(crate) mod test_models;
 
 pub use error::{GgufError, Malformation, Section};

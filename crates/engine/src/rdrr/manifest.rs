@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::error::{RdrrProblem, RdrrWriteError};
-use crate::gguf::{Metadata, MetadataArray, MetadataValue, StringArray};
+use crate::gguf::{Metadata, MetadataArray, MetadataValue};
 
 const ARCHITECTURE_KEY: &str = "general.architecture";
 const CHAT_TEMPLATE_KEY: &str = "tokenizer.chat_template";
@@ -22,16 +22,16 @@ pub struct RdrrManifest {
     /// `general.architecture` (`llama`, `gemma3`, `qwen3`…).
     pub architecture: String,
     /// The architecture's hyperparameters: keys `<architecture>.*`.
-    pub config: BTreeMap<String, ManifestValue>,
+    pub config: BTreeMap<String, MetadataValue>,
     /// The vocabulary, merges, scores, token types and special tokens: keys `tokenizer.*`
     /// but the chat template.
-    pub tokenizer: BTreeMap<String, ManifestValue>,
+    pub tokenizer: BTreeMap<String, MetadataValue>,
     /// The Jinja chat template, where the model has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_template: Option<String>,
     /// Everything else: `general.*` (name, file type, license…) and other keys.
     #[serde(default)]
-    pub metadata: BTreeMap<String, ManifestValue>,
+    pub metadata: BTreeMap<String, MetadataValue>,
     /// Offsets within a shard are multiples of this.
     pub alignment: u64,
     pub tensors: Vec<TensorEntry>,
@@ -66,52 +66,13 @@ pub struct ShardEntry {
     pub sha256: String,
 }
 
-/// A metadata value with its GGUF type, written `{"u32": 30}`, `{"string": "…"}`,
-/// `{"array": {"string": […]}}`, so a round trip keeps every type.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ManifestValue {
-    U8(u8),
-    I8(i8),
-    U16(u16),
-    I16(i16),
-    U32(u32),
-    I32(i32),
-    U64(u64),
-    I64(i64),
-    F32(f32),
-    F64(f64),
-    Bool(bool),
-    String(String),
-    Array(ManifestArray),
-}
-
-/// A typed metadata array (see [`ManifestValue`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ManifestArray {
-    U8(Vec<u8>),
-    I8(Vec<i8>),
-    U16(Vec<u16>),
-    I16(Vec<i16>),
-    U32(Vec<u32>),
-    I32(Vec<i32>),
-    U64(Vec<u64>),
-    I64(Vec<i64>),
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    Bool(Vec<bool>),
-    String(Vec<String>),
-    Array(Vec<ManifestArray>),
-}
-
 /// The manifest sections metadata goes into.
 pub(crate) struct Sections {
     pub architecture: String,
-    pub config: BTreeMap<String, ManifestValue>,
-    pub tokenizer: BTreeMap<String, ManifestValue>,
+    pub config: BTreeMap<String, MetadataValue>,
+    pub tokenizer: BTreeMap<String, MetadataValue>,
     pub chat_template: Option<String>,
-    pub metadata: BTreeMap<String, ManifestValue>,
+    pub metadata: BTreeMap<String, MetadataValue>,
 }
 
 impl Sections {
@@ -140,8 +101,9 @@ impl Sections {
             metadata: BTreeMap::new(),
         };
         for (key, value) in rest {
-            let value = to_manifest_value(value)
-                .ok_or_else(|| RdrrWriteError::NonFiniteMetadata { key: key.to_string() })?;
+            if !all_floats_finite(value) {
+                return Err(RdrrWriteError::NonFiniteMetadata { key: key.to_string() });
+            }
             let section = if key.starts_with(&config_prefix) {
                 &mut sections.config
             } else if key.starts_with(TOKENIZER_PREFIX) {
@@ -149,7 +111,7 @@ impl Sections {
             } else {
                 &mut sections.metadata
             };
-            section.insert(key.to_string(), value);
+            section.insert(key.to_string(), value.clone());
         }
         Ok(sections)
     }
@@ -159,7 +121,7 @@ impl RdrrManifest {
     /// The GGUF-style metadata the engine reads: every section's keys, checked against the
     /// limits GGUF files get and against the section each key belongs in.
     pub(crate) fn to_metadata(&self) -> Result<Metadata, RdrrProblem> {
-        use crate::gguf::{MAX_ARRAY_LEN, MAX_METADATA_ENTRIES};
+        use crate::gguf::MAX_METADATA_ENTRIES;
         let count = self.config.len() + self.tokenizer.len() + self.metadata.len() + 2;
         if count as u64 > MAX_METADATA_ENTRIES {
             return Err(RdrrProblem::TooMany {
@@ -173,6 +135,7 @@ impl RdrrManifest {
             |key: &str, section: &'static str| RdrrProblem::MisplacedKey { key: key.to_string(), section };
         let mut metadata = Metadata::default();
         let mut insert = |key: &str, value: MetadataValue| {
+            check_array_limits(key, &value)?;
             metadata.insert_new(key.to_string(), value).map_err(|key| RdrrProblem::DuplicateKey { key })
         };
         insert(ARCHITECTURE_KEY, MetadataValue::String(self.architecture.clone()))?;
@@ -183,134 +146,61 @@ impl RdrrManifest {
             if !key.starts_with(&config_prefix) {
                 return Err(misplaced(key, "config"));
             }
-            insert(key, from_manifest_value(key, value, MAX_ARRAY_LEN)?)?;
+            insert(key, value.clone())?;
         }
         for (key, value) in &self.tokenizer {
             if !key.starts_with(TOKENIZER_PREFIX) || key == CHAT_TEMPLATE_KEY {
                 return Err(misplaced(key, "tokenizer"));
             }
-            insert(key, from_manifest_value(key, value, MAX_ARRAY_LEN)?)?;
+            insert(key, value.clone())?;
         }
         for (key, value) in &self.metadata {
             if key.starts_with(&config_prefix) || key.starts_with(TOKENIZER_PREFIX) || key == ARCHITECTURE_KEY
             {
                 return Err(misplaced(key, "metadata"));
             }
-            insert(key, from_manifest_value(key, value, MAX_ARRAY_LEN)?)?;
+            insert(key, value.clone())?;
         }
         Ok(metadata)
     }
 }
 
-fn to_manifest_value(value: &MetadataValue) -> Option<ManifestValue> {
-    Some(match value {
-        MetadataValue::U8(v) => ManifestValue::U8(*v),
-        MetadataValue::I8(v) => ManifestValue::I8(*v),
-        MetadataValue::U16(v) => ManifestValue::U16(*v),
-        MetadataValue::I16(v) => ManifestValue::I16(*v),
-        MetadataValue::U32(v) => ManifestValue::U32(*v),
-        MetadataValue::I32(v) => ManifestValue::I32(*v),
-        MetadataValue::U64(v) => ManifestValue::U64(*v),
-        MetadataValue::I64(v) => ManifestValue::I64(*v),
-        MetadataValue::F32(v) => ManifestValue::F32(finite(*v)?),
-        MetadataValue::F64(v) => ManifestValue::F64(finite(*v)?),
-        MetadataValue::Bool(v) => ManifestValue::Bool(*v),
-        MetadataValue::String(v) => ManifestValue::String(v.clone()),
-        MetadataValue::Array(array) => ManifestValue::Array(to_manifest_array(array)?),
-    })
-}
-
-fn finite<T: Into<f64> + Copy>(value: T) -> Option<T> {
-    value.into().is_finite().then_some(value)
-}
-
-fn all_finite<T: Into<f64> + Copy>(values: &[T]) -> Option<Vec<T>> {
-    values.iter().all(|&v| v.into().is_finite()).then(|| values.to_vec())
-}
-
-fn to_manifest_array(array: &MetadataArray) -> Option<ManifestArray> {
-    Some(match array {
-        MetadataArray::U8(v) => ManifestArray::U8(v.clone()),
-        MetadataArray::I8(v) => ManifestArray::I8(v.clone()),
-        MetadataArray::U16(v) => ManifestArray::U16(v.clone()),
-        MetadataArray::I16(v) => ManifestArray::I16(v.clone()),
-        MetadataArray::U32(v) => ManifestArray::U32(v.clone()),
-        MetadataArray::I32(v) => ManifestArray::I32(v.clone()),
-        MetadataArray::U64(v) => ManifestArray::U64(v.clone()),
-        MetadataArray::I64(v) => ManifestArray::I64(v.clone()),
-        MetadataArray::F32(v) => ManifestArray::F32(all_finite(v)?),
-        MetadataArray::F64(v) => ManifestArray::F64(all_finite(v)?),
-        MetadataArray::Bool(v) => ManifestArray::Bool(v.clone()),
-        MetadataArray::String(v) => ManifestArray::String(v.iter().map(str::to_string).collect()),
-        MetadataArray::Array(v) => {
-            ManifestArray::Array(v.iter().map(to_manifest_array).collect::<Option<_>>()?)
+/// Whether every float in the value is finite: JSON has no NaN or infinity.
+fn all_floats_finite(value: &MetadataValue) -> bool {
+    fn array_finite(array: &MetadataArray) -> bool {
+        match array {
+            MetadataArray::F32(v) => v.iter().all(|x| x.is_finite()),
+            MetadataArray::F64(v) => v.iter().all(|x| x.is_finite()),
+            MetadataArray::Array(v) => v.iter().all(array_finite),
+            _ => true,
         }
-    })
+    }
+    match value {
+        MetadataValue::F32(v) => v.is_finite(),
+        MetadataValue::F64(v) => v.is_finite(),
+        MetadataValue::Array(array) => array_finite(array),
+        _ => true,
+    }
 }
 
-fn from_manifest_value(key: &str, value: &ManifestValue, max_len: u64) -> Result<MetadataValue, RdrrProblem> {
-    Ok(match value {
-        ManifestValue::U8(v) => MetadataValue::U8(*v),
-        ManifestValue::I8(v) => MetadataValue::I8(*v),
-        ManifestValue::U16(v) => MetadataValue::U16(*v),
-        ManifestValue::I16(v) => MetadataValue::I16(*v),
-        ManifestValue::U32(v) => MetadataValue::U32(*v),
-        ManifestValue::I32(v) => MetadataValue::I32(*v),
-        ManifestValue::U64(v) => MetadataValue::U64(*v),
-        ManifestValue::I64(v) => MetadataValue::I64(*v),
-        ManifestValue::F32(v) => MetadataValue::F32(*v),
-        ManifestValue::F64(v) => MetadataValue::F64(*v),
-        ManifestValue::Bool(v) => MetadataValue::Bool(*v),
-        ManifestValue::String(v) => MetadataValue::String(v.clone()),
-        ManifestValue::Array(array) => MetadataValue::Array(from_manifest_array(key, array, max_len, 0)?),
-    })
-}
-
-fn from_manifest_array(
-    key: &str,
-    array: &ManifestArray,
-    max_len: u64,
-    depth: usize,
-) -> Result<MetadataArray, RdrrProblem> {
-    use crate::gguf::MAX_ARRAY_DEPTH;
-    if depth >= MAX_ARRAY_DEPTH {
-        return Err(RdrrProblem::NestingTooDeep { key: key.to_string(), max_depth: MAX_ARRAY_DEPTH });
+/// Holds a manifest's arrays to the length and nesting limits a GGUF file's arrays get.
+fn check_array_limits(key: &str, value: &MetadataValue) -> Result<(), RdrrProblem> {
+    use crate::gguf::{MAX_ARRAY_DEPTH, MAX_ARRAY_LEN};
+    fn check(key: &str, array: &MetadataArray, depth: usize) -> Result<(), RdrrProblem> {
+        if depth >= MAX_ARRAY_DEPTH {
+            return Err(RdrrProblem::NestingTooDeep { key: key.to_string(), max_depth: MAX_ARRAY_DEPTH });
+        }
+        let len = array.len() as u64;
+        if len > MAX_ARRAY_LEN {
+            return Err(RdrrProblem::ArrayTooLong { key: key.to_string(), len, limit: MAX_ARRAY_LEN });
+        }
+        match array {
+            MetadataArray::Array(inner) => inner.iter().try_for_each(|array| check(key, array, depth + 1)),
+            _ => Ok(()),
+        }
     }
-    let len = match array {
-        ManifestArray::U8(v) => v.len(),
-        ManifestArray::I8(v) => v.len(),
-        ManifestArray::U16(v) => v.len(),
-        ManifestArray::I16(v) => v.len(),
-        ManifestArray::U32(v) => v.len(),
-        ManifestArray::I32(v) => v.len(),
-        ManifestArray::U64(v) => v.len(),
-        ManifestArray::I64(v) => v.len(),
-        ManifestArray::F32(v) => v.len(),
-        ManifestArray::F64(v) => v.len(),
-        ManifestArray::Bool(v) => v.len(),
-        ManifestArray::String(v) => v.len(),
-        ManifestArray::Array(v) => v.len(),
-    } as u64;
-    if len > max_len {
-        return Err(RdrrProblem::ArrayTooLong { key: key.to_string(), len, limit: max_len });
+    match value {
+        MetadataValue::Array(array) => check(key, array, 0),
+        _ => Ok(()),
     }
-    Ok(match array {
-        ManifestArray::U8(v) => MetadataArray::U8(v.clone()),
-        ManifestArray::I8(v) => MetadataArray::I8(v.clone()),
-        ManifestArray::U16(v) => MetadataArray::U16(v.clone()),
-        ManifestArray::I16(v) => MetadataArray::I16(v.clone()),
-        ManifestArray::U32(v) => MetadataArray::U32(v.clone()),
-        ManifestArray::I32(v) => MetadataArray::I32(v.clone()),
-        ManifestArray::U64(v) => MetadataArray::U64(v.clone()),
-        ManifestArray::I64(v) => MetadataArray::I64(v.clone()),
-        ManifestArray::F32(v) => MetadataArray::F32(v.clone()),
-        ManifestArray::F64(v) => MetadataArray::F64(v.clone()),
-        ManifestArray::Bool(v) => MetadataArray::Bool(v.clone()),
-        ManifestArray::String(v) => MetadataArray::String(v.iter().collect::<StringArray>()),
-        ManifestArray::Array(v) => MetadataArray::Array(
-            v.iter()
-                .map(|inner| from_manifest_array(key, inner, max_len, depth + 1))
-                .collect::<Result<_, _>>()?,
-        ),
-    })
 }

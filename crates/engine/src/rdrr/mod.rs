@@ -21,7 +21,7 @@ mod writer;
 mod tests;
 
 pub use error::{RdrrError, RdrrProblem, RdrrWriteError};
-pub use manifest::{ManifestArray, ManifestValue, RdrrManifest, ShardEntry, TensorEntry};
+pub use manifest::{RdrrManifest, ShardEntry, TensorEntry};
 pub use reader::open_rdrr;
 pub use writer::{RdrrWriter, WrittenFile, WrittenRdrr};
 

@@ -1,20 +1,16 @@
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
 use super::*;
-use crate::gguf::{GgmlType, GgufFile};
+use crate::gguf::{test_models::fixture, GgmlType, GgufFile};
 
 /// Small enough that the llama fixture (2.3 MB, its largest tensor 0.9 MB) spans several shards.
 const TINY_SHARD: u64 = 1 << 20;
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf/llama3/model.gguf")
-}
-
 /// The fixture written as RDRR into a fresh folder, tensor bytes copied from its map.
 fn write_fixture(dir: &Path) -> (GgufFile, WrittenRdrr) {
-    let gguf = GgufFile::open(&fixture()).unwrap();
+    let gguf = GgufFile::open(&fixture("llama3")).unwrap();
     let mut writer = RdrrWriter::create(dir, TINY_SHARD).unwrap();
     for info in gguf.tensors() {
         let data = gguf.tensor_data(info);

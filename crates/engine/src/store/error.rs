@@ -6,13 +6,8 @@ use crate::model::ModelSourceError;
 /// Why a model store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{operation} {}: {source}", path.display())]
-    Io {
-        operation: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] PathIoError),
     #[error("cannot find a data directory for the model store on this system; set DOPPLER_HOME")]
     NoDataDirectory,
     #[error("invalid model name '{name}': {reason}")]
@@ -49,12 +44,29 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn io(
+    pub(crate) fn io(operation: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Self {
+        PathIoError::at(operation, path)
+    }
+}
+
+/// A file system call that failed: what it was doing, and to which path.
+#[derive(Debug, thiserror::Error)]
+#[error("{operation} {}: {source}", path.display())]
+pub struct PathIoError {
+    pub operation: &'static str,
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+impl PathIoError {
+    /// For `map_err`: turns an `io::Error` into `E` (any error with an `Io(PathIoError)` case).
+    pub fn at<E: From<PathIoError>>(
         operation: &'static str,
         path: impl Into<PathBuf>,
-    ) -> impl FnOnce(io::Error) -> StoreError {
+    ) -> impl FnOnce(io::Error) -> E {
         let path = path.into();
-        move |source| StoreError::Io { operation, path, source }
+        move |source| PathIoError { operation, path, source }.into()
     }
 }
 

@@ -24,7 +24,7 @@ pub use byte_size::ByteSize;
 pub use checksum::{hash_into, parse_sha256, to_hex};
 pub use default_models::{default_models, PackagedModel, WheelPart, GEMMA3_NAME, SMOLLM2_NAME};
 pub use disk_space::ensure_free_space;
-pub use error::{FetchError, StoreError};
+pub use error::{FetchError, PathIoError, StoreError};
 pub use fetch::{fetch_defaults, fetch_model, FetchEvent};
 pub use location::{default_root, HOME_ENV};
 pub use lock::InstallLock;

@@ -1,6 +1,6 @@
 use std::{io, path::PathBuf};
 
-use doppler_engine::store::StoreError;
+use doppler_engine::store::{PathIoError, StoreError};
 
 use crate::hub::HubError;
 
@@ -13,13 +13,8 @@ pub enum DownloadError {
         #[source]
         source: HubError,
     },
-    #[error("{operation} {}: {source}", path.display())]
-    Io {
-        operation: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] PathIoError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("another process is downloading {file} (lock {} is held)", lock.display())]
@@ -39,11 +34,7 @@ pub enum DownloadError {
 }
 
 impl DownloadError {
-    pub(crate) fn io(
-        operation: &'static str,
-        path: impl Into<PathBuf>,
-    ) -> impl FnOnce(io::Error) -> DownloadError {
-        let path = path.into();
-        move |source| DownloadError::Io { operation, path, source }
+    pub(crate) fn io(operation: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Self {
+        PathIoError::at(operation, path)
     }
 }

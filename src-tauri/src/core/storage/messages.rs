@@ -43,34 +43,8 @@ impl Database {
     /// Commits a finished (or stopped) reply under its user message and shows its branch.
     pub fn add_reply(&self, reply: &NewReply) -> Result<Message, StorageError> {
         self.write(|tx| {
-            let parent = message(tx, reply.conversation_id, reply.parent_id)?;
-            if parent.role != Role::User {
-                return Err(StorageError::NotAUserMessage(parent.id));
-            }
-            let now = now_ms();
-            let stats = &reply.stats;
-            tx.execute(
-                "INSERT INTO messages (conversation_id, parent_id, role, content, created_at, model_id, finish_reason, prompt_tokens, generated_tokens, tokens_per_second, time_to_first_token_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![
-                    reply.conversation_id,
-                    reply.parent_id,
-                    Role::Assistant.as_str(),
-                    reply.content,
-                    now,
-                    stats.model_id,
-                    stats.finish_reason.as_str(),
-                    stats.prompt_tokens,
-                    stats.generated_tokens,
-                    stats.tokens_per_second,
-                    stats.time_to_first_token_ms
-                ],
-            )?;
-            let id = tx.last_insert_rowid();
-            tx.execute(
-                "UPDATE conversations SET current_leaf_id = ?2, updated_at = ?3, model_id = ?4 WHERE id = ?1",
-                params![reply.conversation_id, id, now, stats.model_id],
-            )?;
+            let id = insert_reply(tx, reply.conversation_id, reply.parent_id, &reply.stats.model_id)?;
+            complete_reply(tx, reply.conversation_id, id, &reply.content, &reply.stats)?;
             message(tx, reply.conversation_id, id)
         })
     }
@@ -85,20 +59,7 @@ impl Database {
         model_id: &str,
     ) -> Result<Message, StorageError> {
         self.write(|tx| {
-            let parent = message(tx, conversation_id, parent_id)?;
-            if parent.role != Role::User {
-                return Err(StorageError::NotAUserMessage(parent.id));
-            }
-            let now = now_ms();
-            tx.execute(
-                "INSERT INTO messages (conversation_id, parent_id, role, content, created_at, model_id) VALUES (?1, ?2, ?3, '', ?4, ?5)",
-                params![conversation_id, parent_id, Role::Assistant.as_str(), now, model_id],
-            )?;
-            let id = tx.last_insert_rowid();
-            tx.execute(
-                "UPDATE conversations SET current_leaf_id = ?2, updated_at = ?3, model_id = ?4 WHERE id = ?1",
-                params![conversation_id, id, now, model_id],
-            )?;
+            let id = insert_reply(tx, conversation_id, parent_id, model_id)?;
             message(tx, conversation_id, id)
         })
     }
@@ -131,25 +92,7 @@ impl Database {
         stats: &GenerationStats,
     ) -> Result<Message, StorageError> {
         self.write(|tx| {
-            let updated = tx.execute(
-                "UPDATE messages SET content = ?3, model_id = ?4, finish_reason = ?5, prompt_tokens = ?6, generated_tokens = ?7, tokens_per_second = ?8, time_to_first_token_ms = ?9
-                 WHERE id = ?1 AND conversation_id = ?2 AND role = 'assistant' AND finish_reason IS NULL",
-                params![
-                    id,
-                    conversation_id,
-                    content,
-                    stats.model_id,
-                    stats.finish_reason.as_str(),
-                    stats.prompt_tokens,
-                    stats.generated_tokens,
-                    stats.tokens_per_second,
-                    stats.time_to_first_token_ms
-                ],
-            )?;
-            if updated != 1 {
-                return Err(StorageError::MessageNotFound { conversation: conversation_id, message: id });
-            }
-            tx.execute("UPDATE conversations SET updated_at = ?2 WHERE id = ?1", params![conversation_id, now_ms()])?;
+            complete_reply(tx, conversation_id, id, content, stats)?;
             message(tx, conversation_id, id)
         })
     }
@@ -230,6 +173,60 @@ impl Database {
             Ok(())
         })
     }
+}
+
+/// An empty assistant message under user message `parent_id`, made the end of the branch on screen.
+fn insert_reply(
+    tx: &Connection,
+    conversation_id: ConversationId,
+    parent_id: MessageId,
+    model_id: &str,
+) -> Result<MessageId, StorageError> {
+    let parent = message(tx, conversation_id, parent_id)?;
+    if parent.role != Role::User {
+        return Err(StorageError::NotAUserMessage(parent.id));
+    }
+    let now = now_ms();
+    tx.execute(
+        "INSERT INTO messages (conversation_id, parent_id, role, content, created_at, model_id) VALUES (?1, ?2, ?3, '', ?4, ?5)",
+        params![conversation_id, parent_id, Role::Assistant.as_str(), now, model_id],
+    )?;
+    let id = tx.last_insert_rowid();
+    tx.execute(
+        "UPDATE conversations SET current_leaf_id = ?2, updated_at = ?3, model_id = ?4 WHERE id = ?1",
+        params![conversation_id, id, now, model_id],
+    )?;
+    Ok(id)
+}
+
+/// Gives an unfinished reply its final text and how it went.
+fn complete_reply(
+    tx: &Connection,
+    conversation_id: ConversationId,
+    id: MessageId,
+    content: &str,
+    stats: &GenerationStats,
+) -> Result<(), StorageError> {
+    let updated = tx.execute(
+        "UPDATE messages SET content = ?3, model_id = ?4, finish_reason = ?5, prompt_tokens = ?6, generated_tokens = ?7, tokens_per_second = ?8, time_to_first_token_ms = ?9
+         WHERE id = ?1 AND conversation_id = ?2 AND role = 'assistant' AND finish_reason IS NULL",
+        params![
+            id,
+            conversation_id,
+            content,
+            stats.model_id,
+            stats.finish_reason.as_str(),
+            stats.prompt_tokens,
+            stats.generated_tokens,
+            stats.tokens_per_second,
+            stats.time_to_first_token_ms
+        ],
+    )?;
+    if updated != 1 {
+        return Err(StorageError::MessageNotFound { conversation: conversation_id, message: id });
+    }
+    tx.execute("UPDATE conversations SET updated_at = ?2 WHERE id = ?1", params![conversation_id, now_ms()])?;
+    Ok(())
 }
 
 fn message(

@@ -1,0 +1,56 @@
+//! The GPU side of tests: engines and contexts on whatever adapter wgpu finds (lavapipe in
+//! CI), deterministic inputs, buffers, and running recorded kernels.
+
+use std::sync::Arc;
+
+use doppler_engine::{
+    gpu::{GpuContext, GpuOptions, OpList},
+    Engine, EngineOptions,
+};
+
+const NO_ADAPTER: &str = "a wgpu adapter (lavapipe: apt-get install mesa-vulkan-drivers)";
+
+/// An engine with default options.
+pub fn default_engine() -> Engine {
+    Engine::new(EngineOptions::default()).expect(NO_ADAPTER)
+}
+
+pub fn gpu(options: GpuOptions) -> Arc<GpuContext> {
+    GpuContext::new(&options).expect(NO_ADAPTER)
+}
+
+/// A context whose kernels take their shared-memory fallbacks for subgroup reductions.
+pub fn without_subgroups() -> Arc<GpuContext> {
+    let ctx = gpu(GpuOptions { disable_subgroups: true, ..Default::default() });
+    assert!(!ctx.caps.subgroups);
+    ctx
+}
+
+/// Deterministic values in [-1, 1) (xorshift).
+pub fn values(count: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..count)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+pub fn f32_buffer(ctx: &GpuContext, data: &[f32]) -> wgpu::Buffer {
+    ctx.storage_buffer("data", bytemuck::cast_slice(data))
+}
+
+/// The step buffer kernels read their position and token count from.
+pub fn step_buffer(ctx: &GpuContext, pos: u32, n_tokens: u32) -> wgpu::Buffer {
+    ctx.storage_buffer("step", bytemuck::cast_slice(&[pos, n_tokens, 0, 0]))
+}
+
+/// Encodes `ops` for `n_tokens` and submits them.
+pub fn run(ctx: &GpuContext, ops: &OpList, n_tokens: u32) {
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    ops.encode(&mut encoder, n_tokens, None);
+    ctx.queue.submit([encoder.finish()]);
+}
