@@ -83,6 +83,9 @@ enum ModelsCommand {
     Convert(super::convert::ConvertArgs),
     /// Uninstall a model.
     Remove { name: String },
+    /// Hash installed models' files again and compare them with the sizes and sha256s recorded
+    /// when they were installed: every model, or NAME only. Fails when any is damaged.
+    Verify { name: Option<String> },
     /// Print the store's directory, or with NAME the installed model's file.
     Path { name: Option<String> },
 }
@@ -125,15 +128,57 @@ pub fn run(args: ModelsArgs) -> Result<()> {
             Ok(())
         }
         ModelsCommand::Path { name: Some(name) } => {
-            let store = store()?;
-            let Some(model) = store.get(&name)? else {
-                let installed = store.list()?.into_iter().map(|model| model.manifest.name).collect();
-                return Err(StoreError::NotInstalled { name, installed }.into());
-            };
-            println!("{}", model.path.display());
+            println!("{}", installed(&store()?, name)?.path.display());
             Ok(())
         }
+        ModelsCommand::Verify { name } => {
+            let store = store()?;
+            let models = match name {
+                Some(name) => vec![installed(&store, name)?],
+                None => store.list()?,
+            };
+            verify(&store, &models)
+        }
     }
+}
+
+/// The installed model `name`, or an error listing the installed ones.
+fn installed(store: &ModelStore, name: String) -> Result<InstalledModel> {
+    match store.get(&name)? {
+        Some(model) => Ok(model),
+        None => {
+            let installed = store.list()?.into_iter().map(|model| model.manifest.name).collect();
+            Err(StoreError::NotInstalled { name, installed }.into())
+        }
+    }
+}
+
+/// Checks each of `models` in turn, printing one line per model, and fails naming the damaged.
+fn verify(store: &ModelStore, models: &[InstalledModel]) -> Result<()> {
+    if models.is_empty() {
+        println!("no models installed");
+        return Ok(());
+    }
+    let mut damaged = Vec::new();
+    for model in models {
+        let bytes: u64 = model.manifest.files().iter().map(|file| file.size).sum();
+        match store.verify(model) {
+            Ok(()) => println!("{}: intact ({})", model.name(), ByteSize(bytes)),
+            Err(error) => {
+                println!("{}: damaged: {error}", model.name());
+                damaged.push(model.name());
+            }
+        }
+    }
+    if !damaged.is_empty() {
+        return Err(anyhow!(
+            "{} of {} installed models damaged ({}): remove and install them again",
+            damaged.len(),
+            models.len(),
+            damaged.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 #[derive(Serialize)]
