@@ -10,8 +10,8 @@ use std::{
 };
 
 use doppler_engine::{
-    CancelToken, ChatMessage, GenerateError, GenerateOptions, LoadOptions, LoadedModel, ProfileCadence, Role,
-    SamplingParams, StepPhase, StopReason,
+    gpu::WeightTraffic, CancelToken, ChatMessage, GenerateError, GenerateOptions, LoadOptions, LoadedModel,
+    ProfileCadence, Role, SamplingParams, StepPhase, StopReason,
 };
 use support::{
     gpu::default_engine,
@@ -186,6 +186,21 @@ fn generation_behaviour() {
     for profile in profiles.iter() {
         assert!(profile.kernels.iter().any(|k| k.label.contains("attention")), "{:?}", profile.kernels);
         assert!(profile.kernels.iter().all(|k| k.nanoseconds.is_finite()));
+        // Weight matrix products and the embedding carry the bytes they read; attention none.
+        for kernel in &profile.kernels {
+            let reads_weights = !kernel.label.ends_with("(K splits)")
+                && (kernel.label.contains("attn_q")
+                    || kernel.label.contains("ffn_down")
+                    || kernel.label.starts_with("lm head")
+                    || kernel.label.starts_with("embedding"));
+            if reads_weights {
+                assert!(kernel.weight_bytes.is_some_and(|bytes| bytes > 0), "{kernel:?}");
+            } else if kernel.op() == "attention" {
+                assert_eq!(kernel.weight_bytes, None, "{kernel:?}");
+            }
+        }
+        let bandwidth = WeightTraffic::of(&profile.kernels).gigabytes_per_second().unwrap();
+        assert!(bandwidth.is_finite() && bandwidth > 0.0, "{bandwidth} GB/s");
     }
     drop(profiles);
 

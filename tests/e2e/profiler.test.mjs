@@ -1,5 +1,5 @@
 // The profiler view during a reply, in the real app under Xvfb with the default model: the
-// kernel table fills with timed kernels, the tok/s chart with points, and the memory bar shows
+// kernel table fills with timed kernels and their achieved GB/s, the tok/s chart with points, and the memory bar shows
 // the loaded model. Screenshots go to $DOPPLER_E2E_ARTIFACTS.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -49,6 +49,13 @@ test('the profiler shows live kernel timings, speed and memory during a reply', 
     assert.ok(names.some((name) => /attention|attn_|ffn_/.test(name)), `the layers' kernels are among them: ${names}`);
     assert.ok(totals.every((ms) => Number.isFinite(ms) && ms >= 0), `times are numbers: ${totals}`);
     assert.ok(totals.some((ms) => ms > 0), `the GPU took time: ${totals}`);
+    // The weight matrix products show the bandwidth they achieved; attention reads no weights.
+    const bandwidths = await Promise.all(cells.map((row) => textOf(driver, row[6])));
+    const bandwidthsOf = (pattern) => bandwidths.filter((_, i) => pattern.test(names[i])).map((text) => text.trim());
+    const products = bandwidthsOf(/ffn_down|attn_output/);
+    assert.ok(products.length > 0 && products.every((text) => Number(text) > 0), `products have a GB/s: ${names} / ${bandwidths}`);
+    const attention = bandwidthsOf(/attention/);
+    assert.ok(attention.length > 0 && attention.every((text) => text === ''), `attention has none: ${names} / ${bandwidths}`);
 
     const chart = await find(driver, byTestId('throughput-chart'));
     await driver.wait(async () => Number(await chart.getAttribute('data-points')) > 0, PROFILE_MS, 'the tok/s chart gets points');

@@ -23,8 +23,8 @@ const DECODE: KernelTable = {
   tokens: 2,
   gpuMsPerToken: 2,
   kernels: [
-    { name: 'output', kind: 'matmul', calls: 2, totalMs: 2, msPerToken: 1, share: 0.5 },
-    { name: 'attention', kind: 'attention', calls: 60, totalMs: 0.25, msPerToken: 0.125, share: 0.0625 },
+    { name: 'output', kind: 'matmul', calls: 2, totalMs: 2, msPerToken: 1, share: 0.5, gigabytesPerSecond: 48.21 },
+    { name: 'attention', kind: 'attention', calls: 60, totalMs: 0.25, msPerToken: 0.125, share: 0.0625, gigabytesPerSecond: null },
   ],
   kinds: [
     { kind: 'matmul', msPerToken: 1.875, share: 0.9375 },
@@ -47,14 +47,10 @@ describe('profiler sections', () => {
     const table = await screen.findByTestId('kernel-table');
     const rows = within(table).getAllByRole('row').slice(1);
     expect(rows.map((row) => within(row).getAllByRole('cell')[0].textContent)).toEqual(['output', 'attention']);
-    expect(within(rows[1]).getAllByRole('cell').map((cell) => cell.textContent?.trim())).toEqual([
-      'attention',
-      'attention',
-      '60',
-      '0.250',
-      '0.125',
-      '6.3%',
-    ]);
+    const cells = (row: HTMLElement) => within(row).getAllByRole('cell').map((cell) => cell.textContent?.trim());
+    expect(cells(rows[0])).toEqual(['output', 'matmul', '2', '2.000', '1.000', '50.0%', '48.2']);
+    // Attention reads no weights: its bandwidth cell stays empty.
+    expect(cells(rows[1])).toEqual(['attention', 'attention', '60', '0.250', '0.125', '6.3%', '']);
     expect(screen.getByTestId('kind-chart').dataset.points).toBe('1');
   });
 

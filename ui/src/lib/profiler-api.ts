@@ -14,6 +14,8 @@ export type KernelRow = {
   totalMs: number;
   msPerToken: number;
   share: number;
+  /** Weight bytes read over GPU time; null for kernels that read no weights. */
+  gigabytesPerSecond: number | null;
 };
 
 export type KindRow = { kind: KernelKind; msPerToken: number; share: number };

@@ -12,7 +12,10 @@ use std::{
 };
 
 use anyhow::Result;
-use doppler_engine::{CancelToken, GenerateOptions, ProfileCadence, SamplingParams};
+use doppler_engine::{
+    gpu::{KernelTiming, WeightTraffic},
+    CancelToken, GenerateOptions, ProfileCadence, SamplingParams,
+};
 use serde::Serialize;
 
 use super::model_loading::{load_with, ModelArgs};
@@ -71,6 +74,11 @@ struct KernelRow {
     dispatches_per_token: usize,
     microseconds_per_token: f64,
     share: f64,
+    /// Weight bytes the kernel's dispatches read (activations left out); `null` for kernels
+    /// that read no weights.
+    bytes_per_token: Option<u64>,
+    /// Achieved weight bandwidth: `bytes_per_token` over the GPU time of those dispatches.
+    gigabytes_per_second: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -246,14 +254,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
             if rows.is_empty() {
                 continue;
             }
-            println!("{:<28} {:>6} {:>12} {:>7}", "kernel", "calls", per, "share");
+            println!("{:<28} {:>6} {:>12} {:>7} {:>9}", "kernel", "calls", per, "share", "GB/s");
             for row in rows {
+                let bandwidth = row.gigabytes_per_second.map_or("-".to_string(), |gbs| format!("{gbs:.2}"));
                 println!(
-                    "{:<28} {:>6} {:>12.2} {:>6.1}%",
+                    "{:<28} {:>6} {:>12.2} {:>6.1}% {:>9}",
                     row.kernel,
                     row.dispatches_per_token,
                     row.microseconds_per_token,
-                    row.share * 100.0
+                    row.share * 100.0,
+                    bandwidth
                 );
             }
         }
@@ -289,26 +299,32 @@ fn profile_prefill(session: &mut doppler_engine::Session, prompt: &[u32]) -> Res
 }
 
 /// Timings summed per kernel kind, largest first.
-fn kernel_table(timings: &[doppler_engine::gpu::KernelTiming]) -> Vec<KernelRow> {
-    let mut totals: Vec<(String, usize, f64)> = Vec::new();
+fn kernel_table(timings: &[KernelTiming]) -> Vec<KernelRow> {
+    let mut totals: Vec<(String, usize, f64, WeightTraffic)> = Vec::new();
     for timing in timings {
         let kind = timing.op().to_string();
-        match totals.iter_mut().find(|(k, _, _)| *k == kind) {
-            Some(entry) => {
-                entry.1 += 1;
-                entry.2 += timing.nanoseconds;
+        let index = match totals.iter().position(|(k, ..)| *k == kind) {
+            Some(index) => index,
+            None => {
+                totals.push((kind, 0, 0.0, WeightTraffic::default()));
+                totals.len() - 1
             }
-            None => totals.push((kind, 1, timing.nanoseconds)),
-        }
+        };
+        let entry = &mut totals[index];
+        entry.1 += 1;
+        entry.2 += timing.nanoseconds;
+        entry.3.add(timing);
     }
     let sum: f64 = totals.iter().map(|t| t.2).sum::<f64>().max(1.0);
     let mut rows: Vec<KernelRow> = totals
         .into_iter()
-        .map(|(kernel, calls, ns)| KernelRow {
+        .map(|(kernel, calls, ns, traffic)| KernelRow {
             kernel,
             dispatches_per_token: calls,
             microseconds_per_token: ns / 1e3,
             share: ns / sum,
+            bytes_per_token: (traffic.bytes > 0).then_some(traffic.bytes),
+            gigabytes_per_second: traffic.gigabytes_per_second(),
         })
         .collect();
     rows.sort_by(|a, b| b.microseconds_per_token.total_cmp(&a.microseconds_per_token));

@@ -13,8 +13,8 @@ pub use context::{
     list_adapters, AdapterSummary, GpuCapabilities, GpuContext, GpuError, GpuInitError, GpuOptions,
 };
 pub use memory::{AdapterKind, GpuMemory, MemoryKind, MemorySource, MemoryTier};
-pub use op_list::{grid, Dispatch, DispatchSwitch, OpList, Workgroups};
+pub use op_list::{grid, Dispatch, DispatchSwitch, OpList, WeightBytes, Workgroups};
 pub use pipeline_cache::{PipelineCache, PipelineError};
-pub use profiler::{KernelProfiler, KernelTiming};
+pub use profiler::{KernelProfiler, KernelTiming, WeightTraffic};
 pub use shader::Define;
 pub use weights::{GpuMatrix, MatrixChunk, StackPart, StackedMatrix, WeightUploadError};

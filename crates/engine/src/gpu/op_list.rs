@@ -24,6 +24,27 @@ impl Workgroups {
     }
 }
 
+/// Weight bytes a dispatch must read: what its achieved bandwidth (bytes over GPU time) is
+/// measured by. Activations, norms and biases are left out: next to the weights of a matrix
+/// product they are small, so bytes over time is a lower bound of the traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightBytes {
+    /// The same whatever the tokens: a product reads each of its weight rows once (a tiled
+    /// prefill product may read a row again for each tile of tokens; caches serve most of those).
+    Fixed(u64),
+    /// For each token of the step: a gather reads one table row per token.
+    PerToken(u64),
+}
+
+impl WeightBytes {
+    pub fn resolve(self, n_tokens: u32) -> u64 {
+        match self {
+            WeightBytes::Fixed(bytes) => bytes,
+            WeightBytes::PerToken(bytes) => bytes * u64::from(n_tokens),
+        }
+    }
+}
+
 /// Whether the dispatches it is attached to run in the steps encoded from now on, set by the
 /// owner of those kernels (the sampler's candidate kernels run only in candidate mode), so a
 /// recorded step sheds work without being recorded again.
@@ -36,12 +57,19 @@ pub struct Dispatch {
     pub bind_group: wgpu::BindGroup,
     pub workgroups: Workgroups,
     pub switch: Option<DispatchSwitch>,
+    /// `None` for kernels that read no weight matrix.
+    pub weight_bytes: Option<WeightBytes>,
 }
 
 impl Dispatch {
     /// The dispatch, encoded only while `switch` is on.
     pub fn switched_by(self, switch: &DispatchSwitch) -> Self {
         Self { switch: Some(switch.clone()), ..self }
+    }
+
+    /// The dispatch, reading `bytes` of weights.
+    pub fn reading(self, bytes: WeightBytes) -> Self {
+        Self { weight_bytes: Some(bytes), ..self }
     }
 
     fn is_on(&self) -> bool {

@@ -14,9 +14,17 @@ const MAX_QUERIES: u32 = 4096;
 pub struct KernelTiming {
     pub label: String,
     pub nanoseconds: f64,
+    /// Weight bytes the dispatch read (`Dispatch::weight_bytes` for the step's tokens);
+    /// `None` for kernels that read no weight matrix.
+    pub weight_bytes: Option<u64>,
 }
 
 impl KernelTiming {
+    /// Achieved weight bandwidth, where the dispatch read weights.
+    pub fn gigabytes_per_second(&self) -> Option<f64> {
+        WeightTraffic::of([self]).gigabytes_per_second()
+    }
+
     /// The operation without its layer: "blk.12.attn_q" → "attn_q", "lm head" → "lm head".
     pub fn op(&self) -> &str {
         match self.label.strip_prefix("blk.") {
@@ -32,6 +40,36 @@ impl KernelTiming {
     }
 }
 
+/// Weight bytes and GPU time of the dispatches that read weights, summed: the achieved
+/// bandwidth of a kernel over its layers and steps.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WeightTraffic {
+    pub bytes: u64,
+    pub nanoseconds: f64,
+}
+
+impl WeightTraffic {
+    pub fn of<'a>(timings: impl IntoIterator<Item = &'a KernelTiming>) -> Self {
+        let mut traffic = Self::default();
+        for timing in timings {
+            traffic.add(timing);
+        }
+        traffic
+    }
+
+    pub fn add(&mut self, timing: &KernelTiming) {
+        if let Some(bytes) = timing.weight_bytes {
+            self.bytes += bytes;
+            self.nanoseconds += timing.nanoseconds;
+        }
+    }
+
+    /// Bytes per nanosecond are GB/s; `None` where nothing read weights in measurable time.
+    pub fn gigabytes_per_second(&self) -> Option<f64> {
+        (self.bytes > 0 && self.nanoseconds > 0.0).then(|| self.bytes as f64 / self.nanoseconds)
+    }
+}
+
 /// Times every dispatch of a step with GPU timestamp queries. Only exists while profiling,
 /// so an unprofiled step pays nothing.
 pub struct KernelProfiler {
@@ -40,7 +78,8 @@ pub struct KernelProfiler {
     staging: wgpu::Buffer,
     period_ns: f32,
     inside_passes: bool,
-    labels: Mutex<Vec<String>>,
+    /// Label and weight bytes of each timed dispatch of the last step.
+    timed: Mutex<Vec<(String, Option<u64>)>>,
 }
 
 impl KernelProfiler {
@@ -73,7 +112,7 @@ impl KernelProfiler {
             staging,
             period_ns: ctx.queue.get_timestamp_period(),
             inside_passes: ctx.caps.timestamps_inside_passes,
-            labels: Mutex::new(Vec::new()),
+            timed: Mutex::new(Vec::new()),
         })
     }
 
@@ -84,9 +123,11 @@ impl KernelProfiler {
         n_tokens: u32,
     ) {
         let timed = dispatches.len().min((MAX_QUERIES / 2) as usize);
-        let mut labels = self.labels.lock().unwrap();
-        labels.clear();
-        labels.extend(dispatches[..timed].iter().map(|d| d.label.to_string()));
+        let mut timed_dispatches = self.timed.lock().unwrap();
+        timed_dispatches.clear();
+        timed_dispatches.extend(dispatches[..timed].iter().map(|dispatch| {
+            (dispatch.label.to_string(), dispatch.weight_bytes.map(|bytes| bytes.resolve(n_tokens)))
+        }));
         if self.inside_passes {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("profiled step"),
@@ -134,18 +175,19 @@ impl KernelProfiler {
         ctx: &GpuContext,
         submission: Option<wgpu::SubmissionIndex>,
     ) -> Result<Vec<KernelTiming>, GpuError> {
-        let labels = self.labels.lock().unwrap().clone();
-        if labels.is_empty() {
+        let timed = self.timed.lock().unwrap().clone();
+        if timed.is_empty() {
             return Ok(Vec::new());
         }
-        let bytes = ctx.map_and_read_after(&self.staging, labels.len() as u64 * 16, submission)?;
+        let bytes = ctx.map_and_read_after(&self.staging, timed.len() as u64 * 16, submission)?;
         let ticks: &[u64] = bytemuck::cast_slice(&bytes);
-        Ok(labels
+        Ok(timed
             .into_iter()
             .enumerate()
-            .map(|(i, label)| KernelTiming {
+            .map(|(i, (label, weight_bytes))| KernelTiming {
                 label,
                 nanoseconds: ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * f64::from(self.period_ns),
+                weight_bytes,
             })
             .collect())
     }
@@ -153,10 +195,10 @@ impl KernelProfiler {
 
 #[cfg(test)]
 mod tests {
-    use super::KernelTiming;
+    use super::{KernelTiming, WeightTraffic};
 
     fn timing(label: &str) -> KernelTiming {
-        KernelTiming { label: label.to_string(), nanoseconds: 1.0 }
+        KernelTiming { label: label.to_string(), nanoseconds: 1.0, weight_bytes: None }
     }
 
     #[test]
@@ -167,5 +209,17 @@ mod tests {
         assert_eq!(timing("lm head").op(), "lm head");
         assert_eq!(timing("lm head").layer(), None);
         assert_eq!(timing("blk.x.attention").layer(), None);
+    }
+
+    #[test]
+    fn bandwidth_counts_only_the_dispatches_that_read_weights() {
+        let read =
+            |bytes, nanoseconds| KernelTiming { nanoseconds, weight_bytes: Some(bytes), ..timing("lm head") };
+        assert_eq!(timing("attention").gigabytes_per_second(), None);
+        assert_eq!(read(3_000, 2.0).gigabytes_per_second(), Some(1_500.0));
+        assert_eq!(read(3_000, 0.0).gigabytes_per_second(), None);
+        let traffic = WeightTraffic::of(&[read(1_000, 1.0), timing("attention"), read(2_000, 3.0)]);
+        assert_eq!(traffic, WeightTraffic { bytes: 3_000, nanoseconds: 4.0 });
+        assert_eq!(traffic.gigabytes_per_second(), Some(750.0));
     }
 }

@@ -8,7 +8,7 @@ use super::{
     matmul::{check_buffer, chunk_label, weight_type_define},
     KernelError,
 };
-use crate::gpu::{grid, Define, GpuContext, GpuMatrix, OpList, Workgroups};
+use crate::gpu::{grid, Define, GpuContext, GpuMatrix, OpList, WeightBytes, Workgroups};
 
 const EMBEDDING_THREADS: u32 = 64;
 
@@ -60,6 +60,9 @@ pub fn record_embedding(
     };
     for (index, chunk) in table.chunks.iter().enumerate() {
         let label = chunk_label(label, table, index);
+        // A token's row lies in one chunk, which one the host does not know: each chunk counts
+        // its share of the rows, so the chunks of a step add up to a row per token.
+        let row_share = table.row_bytes * u64::from(chunk.rows) / u64::from(table.rows);
         let params = ctx.uniform_buffer(
             &label,
             &EmbeddingParams {
@@ -76,15 +79,18 @@ pub fn record_embedding(
         let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| {
             grid(n_tokens.min(max_tokens) * groups_per_token, max_per_dimension)
         }));
-        ops.push(make_dispatch(
-            ctx,
-            &label,
-            "embedding.wgsl",
-            "main",
-            &defines,
-            &[&chunk.buffer, tokens, output, step, &params],
-            workgroups,
-        )?);
+        ops.push(
+            make_dispatch(
+                ctx,
+                &label,
+                "embedding.wgsl",
+                "main",
+                &defines,
+                &[&chunk.buffer, tokens, output, step, &params],
+                workgroups,
+            )?
+            .reading(WeightBytes::PerToken(row_share)),
+        );
     }
     Ok(())
 }

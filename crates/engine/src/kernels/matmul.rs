@@ -15,7 +15,7 @@ use crate::{
     gguf::GgmlType,
     gpu::{
         grid, Define, Dispatch, GpuCapabilities, GpuContext, GpuMatrix, MatrixChunk, OpList, StackedMatrix,
-        Workgroups,
+        WeightBytes, Workgroups,
     },
 };
 
@@ -318,7 +318,17 @@ fn matvec_dispatch(
         params.rows.div_ceil(rows_per_workgroup),
         ctx.caps.max_workgroups_per_dimension,
     ));
-    ops.push(Dispatch { label: label.to_string().into(), pipeline, bind_group, workgroups, switch: None });
+    // Every row of the chunk: a gated product's gate and up rows both, where `params.rows`
+    // counts its output rows.
+    let weight_bytes = WeightBytes::Fixed(u64::from(chunk.rows) * w.row_bytes);
+    ops.push(Dispatch {
+        label: label.to_string().into(),
+        pipeline,
+        bind_group,
+        workgroups,
+        switch: None,
+        weight_bytes: Some(weight_bytes),
+    });
     Ok(())
 }
 
@@ -628,15 +638,18 @@ pub fn record_matmul_rows(
         let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| {
             grid(splits * row_tiles * n_tokens.min(max_tokens).div_ceil(tile.tokens), max_per_dimension)
         }));
-        ops.push(make_dispatch(
-            ctx,
-            &label,
-            "matmul_tiled.wgsl",
-            "main",
-            &defines,
-            &[&chunk.buffer, input, target, step, &params],
-            workgroups,
-        )?);
+        ops.push(
+            make_dispatch(
+                ctx,
+                &label,
+                "matmul_tiled.wgsl",
+                "main",
+                &defines,
+                &[&chunk.buffer, input, target, step, &params],
+                workgroups,
+            )?
+            .reading(WeightBytes::Fixed(u64::from(end - first) * w.row_bytes)),
+        );
     }
     if split_stride > 0 {
         record_sum_slices(
@@ -691,6 +704,78 @@ mod cooperative_matrix_tests {
                 .sum();
             assert_eq!(declared, cooperative_shared_bytes(tile), "{tile:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod weight_bytes_tests {
+    //! What a profiled step reports each product read: the bytes of the weight rows its
+    //! dispatch covers, chunk by chunk.
+    use super::*;
+    use crate::gpu::{GpuOptions, KernelProfiler, KernelTiming};
+
+    const ROW_LEN: u32 = 64;
+    const ROWS: u32 = 40;
+    const TOKENS: u32 = 3;
+
+    fn profiled(ctx: &GpuContext, ops: &OpList) -> Vec<KernelTiming> {
+        let profiler = KernelProfiler::new(ctx).expect("an adapter with timestamp queries");
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        ops.encode(&mut encoder, TOKENS, Some(&profiler));
+        ctx.queue.submit([encoder.finish()]);
+        profiler.read(ctx).unwrap()
+    }
+
+    #[test]
+    fn matrix_products_record_the_weight_bytes_of_their_rows() {
+        let ctx = GpuContext::new(&GpuOptions { want_timestamps: true, ..GpuOptions::default() })
+            .expect("a wgpu adapter");
+        let weights: Vec<f32> = (0..ROWS * ROW_LEN).map(|i| (i % 13) as f32 / 13.0).collect();
+        let row_bytes = u64::from(ROW_LEN) * 4;
+        // 16 rows a chunk: chunks of 16, 16 and 8 rows.
+        let w = GpuMatrix::upload_with_chunk_limit(
+            &ctx,
+            "w",
+            GgmlType::F32,
+            ROW_LEN.into(),
+            ROWS.into(),
+            bytemuck::cast_slice(&weights),
+            16 * row_bytes + 4,
+        )
+        .unwrap();
+        assert_eq!(w.chunks.len(), 3);
+        let input = ctx.zeroed_storage("x", u64::from(TOKENS * ROW_LEN) * 4);
+        let step = ctx.storage_buffer("step", bytemuck::cast_slice(&[0u32, TOKENS, 0, 0]));
+        let vector_out = ctx.zeroed_storage("y", u64::from(ROWS) * 4);
+        let matrix_out = ctx.zeroed_storage("Y", u64::from(TOKENS * ROWS) * 4);
+
+        let mut ops = OpList::new();
+        record_matvec(&ctx, &mut ops, "matvec", &w, &input, 0, &vector_out, 0).unwrap();
+        let timings = profiled(&ctx, &ops);
+        let bytes: Vec<Option<u64>> = timings.iter().map(|t| t.weight_bytes).collect();
+        assert_eq!(bytes, [Some(16 * row_bytes), Some(16 * row_bytes), Some(8 * row_bytes)]);
+        let traffic = crate::gpu::WeightTraffic::of(&timings);
+        assert_eq!(traffic.bytes, w.size_bytes());
+        let bandwidth = traffic.gigabytes_per_second().expect("timed dispatches");
+        assert!(bandwidth.is_finite() && bandwidth > 0.0, "{bandwidth} GB/s");
+
+        // Rows 10..30 of a prefill product: 6 of the first chunk, 14 of the second. The tiled
+        // kernel reads its weight rows once whatever the tokens.
+        let mut ops = OpList::new();
+        let out = ctx.zeroed_storage("Y part", u64::from(TOKENS * 20) * 4);
+        record_matmul_rows(&ctx, &mut ops, "part", &w, 10..30, &input, &out, &step, TOKENS, None).unwrap();
+        record_matmul(&ctx, &mut ops, "matmul", &w, &input, &matrix_out, &step, TOKENS).unwrap();
+        let bytes: Vec<(String, Option<u64>)> =
+            profiled(&ctx, &ops).into_iter().map(|t| (t.label, t.weight_bytes)).collect();
+        let expected = [
+            ("part [chunk 0]", 6),
+            ("part [chunk 1]", 14),
+            ("matmul [chunk 0]", 16),
+            ("matmul [chunk 1]", 16),
+            ("matmul [chunk 2]", 8),
+        ]
+        .map(|(label, rows)| (label.to_string(), Some(rows * row_bytes)));
+        assert_eq!(bytes, expected);
     }
 }
 

@@ -43,7 +43,14 @@ pub(crate) fn make_dispatch(
 ) -> Result<Dispatch, KernelError> {
     let pipeline = ctx.pipeline(shader, entry, defines)?;
     let bind_group = ctx.bind_group(label, &pipeline, buffers);
-    Ok(Dispatch { label: label.to_string().into(), pipeline, bind_group, workgroups, switch: None })
+    Ok(Dispatch {
+        label: label.to_string().into(),
+        pipeline,
+        bind_group,
+        workgroups,
+        switch: None,
+        weight_bytes: None,
+    })
 }
 
 /// Enough workgroups of `WORKGROUP_SIZE` threads for `threads_per_token` threads per token.

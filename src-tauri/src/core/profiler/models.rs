@@ -36,6 +36,9 @@ pub struct KernelRow {
     pub ms_per_token: f64,
     /// Of all GPU time of the sampled steps.
     pub share: f64,
+    /// Achieved weight bandwidth: the weight bytes its dispatches read (activations left out)
+    /// over their GPU time; `None` for kernels that read no weights.
+    pub gigabytes_per_second: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -7,7 +7,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use doppler_engine::{gpu::KernelTiming, ProfileCadence, ProfiledStep, StepPhase};
+use doppler_engine::{
+    gpu::{KernelTiming, WeightTraffic},
+    ProfileCadence, ProfiledStep, StepPhase,
+};
 use doppler_runtime::ProfileSampling;
 use serde_json::{json, Value};
 
@@ -295,7 +298,7 @@ fn summarize<'a>(steps: impl Iterator<Item = &'a RecordedStep> + Clone) -> Profi
 /// Sums sampled steps by kernel, by kind and by layer; times per token are over the tokens
 /// the steps ran.
 fn aggregate<'a>(steps: impl IntoIterator<Item = &'a ProfiledStep>) -> KernelTable {
-    let mut by_kernel: HashMap<&str, (usize, f64)> = HashMap::new();
+    let mut by_kernel: HashMap<&str, (usize, f64, WeightTraffic)> = HashMap::new();
     let mut by_kind: BTreeMap<KernelKind, f64> = BTreeMap::new();
     let mut by_layer: BTreeMap<Option<u32>, f64> = BTreeMap::new();
     let (mut count, mut tokens, mut total_ns) = (0, 0, 0.0);
@@ -306,6 +309,7 @@ fn aggregate<'a>(steps: impl IntoIterator<Item = &'a ProfiledStep>) -> KernelTab
             let entry = by_kernel.entry(timing.op()).or_default();
             entry.0 += 1;
             entry.1 += timing.nanoseconds;
+            entry.2.add(timing);
             *by_kind.entry(kernel_kind(timing.op())).or_default() += timing.nanoseconds;
             *by_layer.entry(timing.layer()).or_default() += timing.nanoseconds;
             total_ns += timing.nanoseconds;
@@ -315,13 +319,14 @@ fn aggregate<'a>(steps: impl IntoIterator<Item = &'a ProfiledStep>) -> KernelTab
     let share = |ns: f64| if total_ns > 0.0 { ns / total_ns } else { 0.0 };
     let mut kernels: Vec<KernelRow> = by_kernel
         .into_iter()
-        .map(|(name, (calls, ns))| KernelRow {
+        .map(|(name, (calls, ns, traffic))| KernelRow {
             name: name.to_string(),
             kind: kernel_kind(name),
             calls,
             total_ms: ns / 1e6,
             ms_per_token: per_token(ns),
             share: share(ns),
+            gigabytes_per_second: traffic.gigabytes_per_second(),
         })
         .collect();
     kernels.sort_by(|a, b| b.total_ms.total_cmp(&a.total_ms).then_with(|| a.name.cmp(&b.name)));
@@ -388,10 +393,23 @@ fn kernel_event(timing: &KernelTiming, ts: f64, tid: u32, recorded: &RecordedSte
 mod tests {
     use super::*;
 
+    /// Weight bytes the test steps' products read: 1 MB a matrix, 10 MB the output head.
+    fn weight_bytes(label: &str) -> Option<u64> {
+        if label == "lm head" {
+            Some(10_000_000)
+        } else {
+            label.contains("attn_q").then_some(1_000_000)
+        }
+    }
+
     fn step(phase: StepPhase, tokens: u32, kernels: &[(&str, f64)]) -> ProfiledStep {
         let kernels = kernels
             .iter()
-            .map(|(label, us)| KernelTiming { label: label.to_string(), nanoseconds: us * 1e3 })
+            .map(|(label, us)| KernelTiming {
+                label: label.to_string(),
+                nanoseconds: us * 1e3,
+                weight_bytes: weight_bytes(label),
+            })
             .collect();
         ProfiledStep { phase, position: 7, tokens, kernels }
     }
@@ -446,6 +464,10 @@ mod tests {
         assert_eq!((qkv.kind, qkv.calls), (KernelKind::Matmul, 4));
         assert!((qkv.total_ms - 1.6).abs() < 1e-9 && (qkv.ms_per_token - 0.8).abs() < 1e-9);
         assert!((qkv.share - 0.4).abs() < 1e-9);
+        // 4 MB over 1.6 ms of its four dispatches; 20 MB over the head's 2 ms.
+        assert!((qkv.gigabytes_per_second.unwrap() - 2.5).abs() < 1e-9);
+        assert!((table.kernels[0].gigabytes_per_second.unwrap() - 10.0).abs() < 1e-9);
+        assert_eq!(table.kernels[2].gigabytes_per_second, None);
 
         let kind = |kind| table.kinds.iter().find(|row| row.kind == kind).unwrap().ms_per_token;
         assert!((kind(KernelKind::Matmul) - 1.8).abs() < 1e-9);
