@@ -93,6 +93,10 @@ struct BenchReport {
     depth: u32,
     /// `null`: sized by the engine.
     steps_per_submit: Option<usize>,
+    /// Opening, checking and uploading the model, and compiling its kernels.
+    load_seconds: f64,
+    /// The weights uploaded per second of `load_seconds`.
+    load_gigabytes_per_second: f64,
     pp_tokens_per_second: Stat,
     tg_tokens_per_second: Stat,
     ttft_ms: Stat,
@@ -119,7 +123,9 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let context = args.depth + args.prompt_tokens.max(args.gen_tokens + 1) + 16;
+    let load_started = Instant::now();
     let model = load_with(&args.model, Some(context), Some(args.prompt_tokens.max(1)))?;
+    let load_seconds = load_started.elapsed().as_secs_f64();
     let mut session = model.new_session()?;
     if let Some(steps) = args.steps_per_submit {
         session.set_steps_per_submit(steps);
@@ -217,6 +223,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
         pp_tokens_per_second: Stat::of(pp),
         tg_tokens_per_second: Stat::of(tg),
         ttft_ms: Stat::of(ttft),
+        load_seconds,
+        load_gigabytes_per_second: model.info().weight_bytes as f64 / load_seconds / 1e9,
         recording_ms_per_token: Stat::of(recording),
         ms_per_token_p50: percentile(&intervals, 0.5),
         ms_per_token_p90: percentile(&intervals, 0.9),
@@ -239,6 +247,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         println!(
             "tg{}{at_depth}: {:.1} ± {:.1} tok/s",
             args.gen_tokens, report.tg_tokens_per_second.mean, report.tg_tokens_per_second.stddev
+        );
+        println!(
+            "load {:.2} s ({:.2} GB/s of weights)",
+            report.load_seconds, report.load_gigabytes_per_second
         );
         println!(
             "ttft {:.2} ms, ms/token p50 {:.3} p90 {:.3}, CPU recording {:.3} ms/token, GPU memory {} MiB",

@@ -6,7 +6,7 @@ use std::{
 use serde::Serialize;
 use wgpu::util::DeviceExt;
 
-use super::{memory::GpuMemory, pipeline_cache::PipelineCache};
+use super::{memory::GpuMemory, pipeline_cache::PipelineCache, upload_staging::UploadStaging};
 
 /// Why no usable GPU device could be opened.
 #[derive(Debug, thiserror::Error)]
@@ -151,6 +151,8 @@ pub struct GpuContext {
     pub caps: GpuCapabilities,
     pub pipelines: PipelineCache,
     health: Arc<DeviceHealth>,
+    /// Staging buffers of weight uploads, while a model loads.
+    pub(super) upload_staging: Mutex<Option<UploadStaging>>,
 }
 
 /// Vulkan, Metal and DX12 only (`WGPU_BACKEND` overrides): the GL backend lacks the compute
@@ -301,7 +303,15 @@ impl GpuContext {
         tracing::info!(adapter = %adapter_info.name, backend = ?adapter_info.backend, ?caps, "GPU device opened");
         let pipelines = PipelineCache::new(caps.clone());
         let health = DeviceHealth::watch(&device);
-        Ok(Arc::new(GpuContext { device, queue, adapter_info, caps, pipelines, health }))
+        Ok(Arc::new(GpuContext {
+            device,
+            queue,
+            adapter_info,
+            caps,
+            pipelines,
+            health,
+            upload_staging: Mutex::new(None),
+        }))
     }
 
     /// An error if the device was lost or an error escaped every scope since the last check
@@ -343,10 +353,24 @@ impl GpuContext {
         size: u64,
         submission: Option<wgpu::SubmissionIndex>,
     ) -> Result<Vec<u8>, GpuError> {
-        self.check_health()?;
         let slice = staging.slice(0..size);
+        self.wait_for_map(slice, wgpu::MapMode::Read, submission)?;
+        let bytes = slice.get_mapped_range().map_err(|_| GpuError::MapNotCompleted)?.to_vec();
+        staging.unmap();
+        Ok(bytes)
+    }
+
+    /// Maps `slice` and waits until the map is done: after `submission` (and those before it),
+    /// or everything queued. A wait longer than `GPU_WAIT_TIMEOUT` or a lost device is an error.
+    pub(super) fn wait_for_map(
+        &self,
+        slice: wgpu::BufferSlice,
+        mode: wgpu::MapMode,
+        submission: Option<wgpu::SubmissionIndex>,
+    ) -> Result<(), GpuError> {
+        self.check_health()?;
         let (sender, receiver) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |result| {
+        slice.map_async(mode, move |result| {
             let _ = sender.send(result);
         });
         let deadline = Instant::now() + GPU_WAIT_TIMEOUT;
@@ -365,10 +389,7 @@ impl GpuContext {
                 Err(_) => return Err(GpuError::MapNotCompleted),
             }
         };
-        mapped?;
-        let bytes = slice.get_mapped_range().map_err(|_| GpuError::MapNotCompleted)?.to_vec();
-        staging.unmap();
-        Ok(bytes)
+        Ok(mapped?)
     }
 
     /// The adapter's memory tier and what is free on it now.

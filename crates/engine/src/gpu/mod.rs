@@ -7,6 +7,7 @@ mod op_list;
 mod pipeline_cache;
 mod profiler;
 pub mod shader;
+mod upload_staging;
 mod weights;
 
 pub use context::{

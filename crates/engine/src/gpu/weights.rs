@@ -1,6 +1,6 @@
 use crate::gguf::GgmlType;
 
-use super::GpuContext;
+use super::{GpuContext, GpuError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WeightUploadError {
@@ -16,6 +16,12 @@ pub enum WeightUploadError {
     PartialBlock { name: String, row_len: u64, ty: &'static str, block: usize },
     #[error("stacked matrix '{name}': {bytes} bytes do not fit one storage binding")]
     StackTooLarge { name: String, bytes: u64 },
+    #[error("tensor '{name}': copying it to the GPU failed: {source}")]
+    Transfer {
+        name: String,
+        #[source]
+        source: GpuError,
+    },
 }
 
 /// Rows `first_row .. first_row + rows` of a matrix, in one buffer that fits one binding.
@@ -168,19 +174,17 @@ impl StackedMatrix {
 fn upload_padded(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer, WeightUploadError> {
     // One spare word: unaligned u32 reads of the last block may touch the word after it.
     let size = (bytes.len() as u64).next_multiple_of(4) + 4;
+    let out_of_memory = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size,
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: true,
+        mapped_at_creation: false,
     });
-    // A buffer the device could not allocate is invalid and has no mapping.
-    let mut mapped = buffer
-        .slice(..)
-        .get_mapped_range_mut()
-        .map_err(|_| WeightUploadError::Allocation { name: label.to_string(), bytes: size })?;
-    mapped.slice(..bytes.len()).copy_from_slice(bytes);
-    drop(mapped);
-    buffer.unmap();
+    if pollster::block_on(out_of_memory.pop()).is_some() {
+        return Err(WeightUploadError::Allocation { name: label.to_string(), bytes: size });
+    }
+    ctx.write_staged(&buffer, bytes)
+        .map_err(|source| WeightUploadError::Transfer { name: label.to_string(), source })?;
     Ok(buffer)
 }

@@ -63,6 +63,17 @@ impl ModelWeights {
         config: &ModelConfig,
         progress: &mut dyn FnMut(f32),
     ) -> Result<ModelWeights, ModelError> {
+        let weights = Self::upload_tensors(ctx, gguf, config, progress);
+        ctx.release_upload_staging();
+        weights
+    }
+
+    fn upload_tensors(
+        ctx: &GpuContext,
+        gguf: &GgufFile,
+        config: &ModelConfig,
+        progress: &mut dyn FnMut(f32),
+    ) -> Result<ModelWeights, ModelError> {
         let expected = config.expected_tensors();
         let total: u64 = expected.iter().filter_map(|(name, _)| gguf.tensor(name)).map(|t| t.n_bytes).sum();
         let mut uploader = Uploader { ctx, gguf, done: 0, total: total.max(1), progress };
