@@ -418,7 +418,7 @@ fn copy_tokenizer(donor: &GgufFile, vocab: u32, writer: &mut GgufWriter) -> Resu
                 }
                 // Short names: building a SentencePiece vocabulary hashes every split of every
                 // token, bounded by tokenizer::limits::MAX_SPLIT_WORK, which 262k long names
-                // would pass.
+                // would exceed.
                 for i in 0..padding {
                     padded.push(&format!("<synth{i}>"));
                 }

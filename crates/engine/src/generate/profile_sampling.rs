@@ -75,10 +75,8 @@ impl ProfileSampler {
     /// The profiler to encode a batch of `steps` with: `Some` when the batch is the timed step.
     pub fn for_decode_batch(&mut self, steps: usize, timed: bool) -> Option<&KernelProfiler> {
         if timed {
-            self.pending = true;
             self.untimed = 0;
-            self.last_timed = Some(Instant::now());
-            Some(&self.profiler)
+            Some(self.start_timed_step())
         } else {
             self.untimed += steps;
             None
@@ -86,6 +84,12 @@ impl ProfileSampler {
     }
 
     pub fn for_prefill(&mut self) -> &KernelProfiler {
+        self.start_timed_step()
+    }
+
+    /// The timed step's timestamps own the profiler until `collect`, and the interval to the
+    /// next timed step starts now.
+    fn start_timed_step(&mut self) -> &KernelProfiler {
         self.pending = true;
         self.last_timed = Some(Instant::now());
         &self.profiler

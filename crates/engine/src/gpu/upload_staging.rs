@@ -1,8 +1,8 @@
-//! Weight uploads through two reused staging buffers. A buffer created mapped would stage its
-//! whole size in host-visible memory until the next submit, so a model's load would pin as
-//! much host memory as the model has weights (16 GB for Gemma 3 27B) and pay for pinning every
-//! byte; two buffers bound that to 2 × `STAGING_BYTES` and let the CPU fill one while the GPU
-//! copies from the other.
+//! Weight uploads through two reused staging buffers. A buffer created mapped stages its whole
+//! size in host-visible memory until the next submit (wgpu keeps the staging copy with the
+//! queue's pending writes), and a load submits nothing, so it would hold as much host memory as
+//! the model has weights (16 GB for Gemma 3 27B); two buffers bound that to 2 × `STAGING_BYTES`
+//! and let the CPU fill one while the GPU copies from the other.
 
 use super::{GpuContext, GpuError};
 
