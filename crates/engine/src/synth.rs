@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::{
     gguf::{GgmlType, GgufError, GgufFile, GgufWriteError, GgufWriter, MetadataValue, StringArray},
     model::Llama3Scaling,
-    quant::random_quantized,
+    quant::{random_quantized, SUPPORTED_TYPES},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +22,8 @@ pub enum SynthError {
     DonorWithoutTokens,
     #[error("tokenizer donor has {donor} tokens, more than the {shape} of this shape's vocabulary")]
     DonorVocabTooLarge { donor: usize, shape: u32 },
+    #[error("unknown weights '{name}' (Q4_K_M, or one of the types the kernels read, e.g. IQ4_XS)")]
+    UnknownWeights { name: String },
     #[error(transparent)]
     Write(#[from] GgufWriteError),
 }
@@ -218,6 +220,42 @@ fn q4_k_m_type(wanted: GgmlType, row_len: u32) -> GgmlType {
     }
 }
 
+/// The weight types of a synthetic model's layer matrices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SynthWeights {
+    /// llama.cpp's Q4_K_M mix.
+    Q4KM,
+    /// One type for every layer matrix, as `llama-quantize --pure` (the embedding and output
+    /// keep the Q4_K_M mix's types): how one weight type's kernels are measured on a real shape.
+    Pure(GgmlType),
+}
+
+impl SynthWeights {
+    /// `Q4_K_M`, or the name of a type the kernels read (e.g. `IQ4_XS`).
+    pub fn parse(name: &str) -> Result<Self, SynthError> {
+        if name.eq_ignore_ascii_case("Q4_K_M") {
+            return Ok(Self::Q4KM);
+        }
+        SUPPORTED_TYPES
+            .into_iter()
+            .find(|ty| ty.name().eq_ignore_ascii_case(name))
+            .map(Self::Pure)
+            .ok_or_else(|| SynthError::UnknownWeights { name: name.to_string() })
+    }
+}
+
+/// `wanted` where rows of `row_len` values hold whole blocks of it, else Q8_0 (or F16).
+fn pure_type(wanted: GgmlType, row_len: u32) -> GgmlType {
+    let row_len = row_len as usize;
+    if row_len.is_multiple_of(wanted.block_len()) {
+        wanted
+    } else if row_len.is_multiple_of(GgmlType::Q8_0.block_len()) {
+        GgmlType::Q8_0
+    } else {
+        GgmlType::F16
+    }
+}
+
 fn gemma_v_type(more_bits: bool) -> GgmlType {
     if more_bits {
         GgmlType::Q8_0
@@ -232,6 +270,7 @@ pub fn write_synthetic(
     donor: &GgufFile,
     out: &Path,
     seed: u64,
+    weights: SynthWeights,
 ) -> Result<u64, SynthError> {
     let mut writer = GgufWriter::new();
     let arch = shape.arch;
@@ -241,7 +280,10 @@ pub fn write_synthetic(
         "general.name",
         MetadataValue::String(format!("DOPPLER synthetic {arch} {}", shape.label)),
     )?;
-    writer.add_metadata("general.file_type", MetadataValue::U32(15))?;
+    if weights == SynthWeights::Q4KM {
+        // llama.cpp's LLAMA_FTYPE_MOSTLY_Q4_K_M.
+        writer.add_metadata("general.file_type", MetadataValue::U32(15))?;
+    }
     writer.add_metadata("general.quantization_version", MetadataValue::U32(2))?;
     writer.add_metadata(key("context_length"), MetadataValue::U32(shape.context))?;
     writer.add_metadata(key("embedding_length"), MetadataValue::U32(shape.hidden))?;
@@ -353,19 +395,21 @@ pub fn write_synthetic(
         let name = |suffix: &str| format!("blk.{layer}.{suffix}.weight");
         let bias = |suffix: &str| format!("blk.{layer}.{suffix}.bias");
         let more_bits = use_more_bits(layer, shape.layers);
-        let base = q4_k_m_type(GgmlType::Q4_K, shape.hidden);
-        let v_type = if gemma {
-            gemma_v_type(more_bits)
-        } else if more_bits {
-            q4_k_m_type(GgmlType::Q6_K, shape.hidden)
-        } else {
-            base
+        let layer_type = |q4_k_m: GgmlType, row_len: u32| match weights {
+            SynthWeights::Q4KM => q4_k_m_type(q4_k_m, row_len),
+            SynthWeights::Pure(ty) => pure_type(ty, row_len),
         };
-        let down_type = q4_k_m_type(if more_bits { GgmlType::Q6_K } else { GgmlType::Q4_K }, shape.ffn);
+        let base = layer_type(GgmlType::Q4_K, shape.hidden);
+        let v_type = match weights {
+            SynthWeights::Q4KM if gemma => gemma_v_type(more_bits),
+            _ if more_bits => layer_type(GgmlType::Q6_K, shape.hidden),
+            _ => base,
+        };
+        let down_type = layer_type(if more_bits { GgmlType::Q6_K } else { GgmlType::Q4_K }, shape.ffn);
         vector(&mut writer, name("attn_norm"), ones(hidden))?;
         if arch == "phi3" {
             // llama.cpp's Q4_K_M gives a fused attn_qkv Q5_K.
-            let ty = q4_k_m_type(GgmlType::Q5_K, shape.hidden);
+            let ty = layer_type(GgmlType::Q5_K, shape.hidden);
             matrix(&mut writer, name("attn_qkv"), hidden, q_dim + 2 * kv_dim, ty)?;
         } else {
             matrix(&mut writer, name("attn_q"), hidden, q_dim, base)?;
@@ -381,7 +425,7 @@ pub fn write_synthetic(
             vector(&mut writer, name("attn_q_norm"), ones(u64::from(shape.head_dim)))?;
             vector(&mut writer, name("attn_k_norm"), ones(u64::from(shape.head_dim)))?;
         }
-        matrix(&mut writer, name("attn_output"), q_dim, hidden, q4_k_m_type(GgmlType::Q4_K, q_dim as u32))?;
+        matrix(&mut writer, name("attn_output"), q_dim, hidden, layer_type(GgmlType::Q4_K, q_dim as u32))?;
         vector(&mut writer, name("ffn_norm"), ones(hidden))?;
         if arch == "phi3" {
             matrix(&mut writer, name("ffn_up"), hidden, 2 * ffn, base)?;
@@ -454,6 +498,16 @@ mod tests {
         assert_eq!(q4_k_m_type(GgmlType::Q4_K, 640), GgmlType::Q5_0);
         assert_eq!(q4_k_m_type(GgmlType::Q4_K, 1024), GgmlType::Q4_K);
         assert_eq!(q4_k_m_type(GgmlType::Q6_K, 2048), GgmlType::Q6_K);
+    }
+
+    #[test]
+    fn pure_weights_parse_and_fall_back_where_rows_do_not_fit() {
+        assert_eq!(SynthWeights::parse("q4_k_m").unwrap(), SynthWeights::Q4KM);
+        assert_eq!(SynthWeights::parse("iq4_xs").unwrap(), SynthWeights::Pure(GgmlType::IQ4_XS));
+        assert!(matches!(SynthWeights::parse("Q1_0"), Err(SynthError::UnknownWeights { .. })));
+        assert_eq!(pure_type(GgmlType::Q2_K, 2048), GgmlType::Q2_K);
+        assert_eq!(pure_type(GgmlType::Q2_K, 640), GgmlType::Q8_0);
+        assert_eq!(pure_type(GgmlType::MXFP4, 48), GgmlType::F16);
     }
 
     #[test]

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use doppler_engine::{
     gguf::GgufFile,
-    synth::{write_synthetic, SynthShape},
+    synth::{write_synthetic, SynthShape, SynthWeights},
 };
 
 use super::model_loading::resolve_model_path;
@@ -25,10 +25,14 @@ pub struct SynthArgs {
     tokenizer_from: Option<String>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The layer matrices' weights: llama.cpp's Q4_K_M mix, or one type for all of them (e.g. Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4, Q8_0), as `llama-quantize --pure`.
+    #[arg(long, default_value = "Q4_K_M")]
+    weights: String,
 }
 
 pub fn run(args: SynthArgs) -> Result<()> {
     let shape = SynthShape::named(&args.arch, &args.size)?;
+    let weights = SynthWeights::parse(&args.weights)?;
     let donor_name = args.tokenizer_from.clone().unwrap_or_else(|| {
         if shape.arch == "gemma3" {
             "gemma-3-270m".into()
@@ -38,7 +42,7 @@ pub fn run(args: SynthArgs) -> Result<()> {
     });
     let donor = GgufFile::open(&resolve_model_path(&donor_name)?)
         .with_context(|| format!("opening tokenizer donor {donor_name}"))?;
-    let bytes = write_synthetic(&shape, &donor, &args.out, args.seed)
+    let bytes = write_synthetic(&shape, &donor, &args.out, args.seed, weights)
         .with_context(|| format!("writing {}", args.out.display()))?;
     eprintln!("wrote {} ({} {}, {} MiB)", args.out.display(), shape.arch, shape.label, bytes >> 20);
     Ok(())
