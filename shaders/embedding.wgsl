@@ -28,6 +28,7 @@ struct Params {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    load_value_table(lid);
     let quads = params.row_len / 4u;
     let groups_per_token = (quads + WG - 1u) / WG;
     let linear = wid.x + wid.y * nwg.x;

@@ -242,6 +242,7 @@ fn main(
 #else
     let invocation = Invocation(lid, 0u, 0u);
 #endif
+    load_value_table(lid);
     let n_tokens = min(step.n_tokens, params.max_tokens);
     let tiles_per_split = params.row_tiles * ((n_tokens + TILE_TOKENS - 1u) / TILE_TOKENS);
     let index = wid.x + wid.y * nwg.x;

@@ -217,6 +217,7 @@ fn main(
     @builtin(num_subgroups) subgroups: u32,
 #endif
 ) {
+    load_value_table(lid);
     let first_row = (wid.x + wid.y * nwg.x) * ROWS;
 #ifdef SUBGROUPS
     let ids = Ids(lid, lane, subgroup, subgroups);

@@ -11,6 +11,8 @@
 //     runs of 4 consecutive values, run r starting at value run_start(part, r) of the block;
 //     part_dot is the dot product of the part with the matching slices of x (`xs`, whose
 //     run sums are `x_sums`), with block scales applied once per run rather than per value.
+//   load_value_table(lid): called by every thread of a kernel before anything else (it may
+//     hold a barrier); fills the shared value table of the table types (quant_value_table.wgsl).
 // Quants become floats through the exponent trick (bits 0x4b000000 | q are the float
 // 2^23 + q), an integer op and an add where a conversion would run at quarter rate.
 // Results are vectors and structs rather than arrays: a private array indexed by a loop
@@ -105,18 +107,6 @@ fn byte_values(w: u32, bias: f32) -> vec4<f32> {
     return bitcast<vec4<f32>>(unpack4xU8(w) | vec4<u32>(0x4b000000u)) - (8388608.0 + bias);
 }
 
-// Entry `index` (0..16) of a 16-byte table packed four bytes to a word: a shift away rather
-// than an index into an array that could land in slow local memory.
-fn table_entry(table: vec4<u32>, index: u32) -> u32 {
-    return (table[index >> 2u] >> ((index & 3u) * 8u)) & 0xffu;
-}
-
-// The entries of a table of signed values stored plus 128 (see table_entry) for the 4
-// indices of `w` (one per byte), as floats.
-fn table_values(table: vec4<u32>, w: u32) -> vec4<f32> {
-    let entries = table_entry(table, w & 0xffu) | (table_entry(table, (w >> 8u) & 0xffu) << 8u) | (table_entry(table, (w >> 16u) & 0xffu) << 16u) | (table_entry(table, w >> 24u) << 24u);
-    return byte_values(entries, 128.0);
-}
 
 // The low (shift 0) or high (shift 4) nibbles of the 4 bytes of `w`, one per byte.
 fn nibbles(w: u32, shift: u32) -> u32 {
@@ -129,6 +119,15 @@ fn five_bits(low: u32, shift: u32, qh: u32, first: u32) -> u32 {
     let h = qh >> first;
     return nibbles(low, shift) | ((h & 1u) << 4u) | ((h & 2u) << 11u) | ((h & 4u) << 18u) | ((h & 8u) << 25u);
 }
+
+// Types without a value table have nothing to load.
+#ifndef TYPE_IQ4_NL
+#ifndef TYPE_IQ4_XS
+#ifndef TYPE_MXFP4
+fn load_value_table(lid: u32) {}
+#endif
+#endif
+#endif
 
 #ifdef TYPE_F32
 const BLOCK_LEN = 16u;
@@ -589,6 +588,8 @@ fn block_scale(block_byte: u32) -> f32 {
 // word scales_l, high 2 bits in bits 2b..2b+1 of scales_h; value = d·(scale - 32)·table[q].
 // 136-byte blocks are word-aligned.
 #include "quant_iq4_table.wgsl"
+const TABLE = IQ4_TABLE;
+#include "quant_value_table.wgsl"
 const BLOCK_LEN = 256u;
 const BLOCK_BYTES = 136u;
 const PARTS = 16u;
@@ -604,7 +605,7 @@ fn iq4_xs_scale(block_byte: u32, b: u32) -> f32 {
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let b = k >> 5u;
     let q = word_at(block_byte + 8u + b * 16u + (k & 15u));
-    return iq4_xs_scale(block_byte, b) * table_values(IQ4_TABLE, nibbles(q, ((k >> 4u) & 1u) * 4u));
+    return iq4_xs_scale(block_byte, b) * table_values(nibbles(q, ((k >> 4u) & 1u) * 4u));
 }
 
 // Part p holds bytes 8(p%2)..8(p%2)+7 of block p/2: its values 8(p%2).. (low nibbles) and
@@ -617,7 +618,7 @@ fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let w = (block_byte + 8u + part * 8u) >> 2u;
     let q0 = weights[w];
     let q1 = weights[w + 1u];
-    let v = Runs(table_values(IQ4_TABLE, nibbles(q0, 0u)), table_values(IQ4_TABLE, nibbles(q1, 0u)), table_values(IQ4_TABLE, nibbles(q0, 4u)), table_values(IQ4_TABLE, nibbles(q1, 4u)));
+    let v = Runs(table_values(nibbles(q0, 0u)), table_values(nibbles(q1, 0u)), table_values(nibbles(q0, 4u)), table_values(nibbles(q1, 4u)));
     return iq4_xs_scale(block_byte, part >> 1u) * runs_dot(v, xs);
 }
 #endif
