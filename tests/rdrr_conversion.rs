@@ -1,6 +1,8 @@
 //! RDRR made by the converters, loaded by the engine: an RDRR converted from a GGUF gives
 //! that GGUF's logits bit for bit (same types, same bytes, same kernels), for every tiny
-//! architecture fixture and for SmolLM2 135M on one short prompt.
+//! architecture fixture and for SmolLM2 135M on one short prompt; one converted from a
+//! safetensors folder in F16, Q8_0 or the Q4_K_M mix gives the GGUF's logits within a
+//! quantization tolerance, and the Q4_K_M mix picks llama.cpp's types.
 
 mod support;
 
@@ -226,9 +228,15 @@ fn write_hf_folder(gguf_path: &Path, folder: &Path) {
 /// Requantizing these fixtures' random weights into another type moves a logit by at most
 /// this: 2% of their ±12 span (measured: 0.17 at most, Qwen 3's F16 to Q8_0).
 const LOGIT_TOLERANCE: f32 = 0.25;
+/// The Q4_K_M mix (4.5 bits a weight against Q8_0's 8.5) moves a logit by at most 1.0
+/// (measured: the llama fixture's Q4_K weights requantized; 0.69 for Qwen 3, whose rows of 256
+/// take Q4_K and the rest Q8_0), under 9% of the ±12 span; a tensor in a wrong layout or type
+/// moves them by about the whole span.
+const Q4_K_M_LOGIT_TOLERANCE: f32 = 1.25;
 
 #[test]
 fn a_safetensors_folder_converts_to_the_ggufs_logits() {
+    use doppler_engine::rdrr::open_rdrr;
     use doppler_store::convert::{safetensors_to_rdrr, TargetQuant};
     let engine = default_engine();
     for architecture in ["llama3", "qwen2", "qwen3"] {
@@ -245,12 +253,37 @@ fn a_safetensors_folder_converts_to_the_ggufs_logits() {
             .tensors()
             .iter()
             .all(|t| matches!(t.ggml_type, GgmlType::F16 | GgmlType::F32) || t.dims.len() == 1);
-        for quant in [TargetQuant::F16, TargetQuant::Q8_0] {
+        let gguf_types = tensor_types(&GgufFile::open(&gguf).unwrap());
+        for quant in [TargetQuant::F16, TargetQuant::Q8_0, TargetQuant::Q4_K_M] {
             let out = tempfile::tempdir().unwrap();
             let written =
                 safetensors_to_rdrr(folder.path(), out.path(), quant, 4 << 20, &mut |_| {}).unwrap();
             let converted = load(&engine, &written.manifest().path);
             assert_eq!(converted.info().architecture, original.info().architecture);
+            if quant == TargetQuant::Q4_K_M {
+                assert_eq!(converted.info().quantization, "Q4_K_M");
+                let rdrr = open_rdrr(&written.manifest().path).unwrap();
+                if architecture == "llama3" {
+                    // This fixture is llama.cpp's own Q4_K_M (rows of 256 and 512): the same
+                    // types, the head and layer 1's attn_v and ffn_down in Q6_K.
+                    let same: Vec<_> =
+                        gguf_types.iter().filter(|(name, _)| name != "rope_freqs.weight").cloned().collect();
+                    assert_eq!(tensor_types(&rdrr), same, "{architecture}");
+                }
+                // Rows that are not whole 256-element blocks (the others' 128 and 384) take Q8_0.
+                for tensor in rdrr.tensors().iter().filter(|t| t.dims.len() == 2) {
+                    let k_quant = matches!(tensor.ggml_type, GgmlType::Q4_K | GgmlType::Q6_K);
+                    assert_eq!(
+                        k_quant,
+                        tensor.dims[0] % 256 == 0,
+                        "{architecture} {}: {:?} rows of {}",
+                        tensor.name,
+                        tensor.ggml_type,
+                        tensor.dims[0]
+                    );
+                    assert!(k_quant || tensor.ggml_type == GgmlType::Q8_0, "{architecture} {}", tensor.name);
+                }
+            }
             assert_eq!(
                 converted.tokenizer().encode(text, converted.tokenizer().add_bos()).unwrap(),
                 tokens,
@@ -271,10 +304,21 @@ fn a_safetensors_folder_converts_to_the_ggufs_logits() {
                 TargetQuant::F16 if all_f16 => {
                     assert_eq!(worst, 0.0, "{architecture}: F16 round-trips exactly")
                 }
+                TargetQuant::Q4_K_M => assert!(
+                    worst <= Q4_K_M_LOGIT_TOLERANCE && same_argmax,
+                    "{architecture} {quant:?}: {worst}"
+                ),
                 _ => {
                     assert!(worst <= LOGIT_TOLERANCE && same_argmax, "{architecture} {quant:?}: {worst}")
                 }
             }
         }
     }
+}
+
+/// Each tensor's name and type, sorted by name.
+fn tensor_types(file: &GgufFile) -> Vec<(String, GgmlType)> {
+    let mut types: Vec<_> = file.tensors().iter().map(|t| (t.name.clone(), t.ggml_type)).collect();
+    types.sort_by(|a, b| a.0.cmp(&b.0));
+    types
 }

@@ -15,7 +15,8 @@ pub struct ConvertArgs {
     /// A `.gguf` file, or a Hugging Face model folder (config.json, *.safetensors,
     /// tokenizer.json, tokenizer_config.json).
     source: PathBuf,
-    /// For a safetensors folder, the matrices' weight type: Q8_0 (default) or F16.
+    /// For a safetensors folder, the matrices' weight types: Q4_K_M (llama.cpp's mix of Q4_K
+    /// and Q6_K; Q4_K is the same), Q6_K, Q8_0 (default) or F16.
     #[arg(long)]
     quant: Option<String>,
     /// The name to install it under (default: the source's name with `-rdrr`).

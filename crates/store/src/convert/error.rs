@@ -45,9 +45,9 @@ pub enum ConvertError {
         #[source]
         source: doppler_engine::quant::QuantError,
     },
-    #[error("unknown quantization '{quant}' (Q8_0 and F16 are supported)")]
+    #[error("unknown quantization '{quant}' ({} are supported)", super::TargetQuant::names_listed())]
     UnknownQuant { quant: String },
-    #[error("a GGUF converts with its own weight types; --quant {quant:?} applies to safetensors folders")]
+    #[error("a GGUF converts with its own weight types; --quant {} applies to safetensors models", quant.name())]
     QuantForGguf { quant: super::TargetQuant },
 }
 

@@ -1,11 +1,12 @@
 //! Conversion to RDRR (the engine's manifest-plus-shards format), streamed tensor by tensor:
 //! from a GGUF file (same types, same bytes) or from a Hugging Face safetensors folder
-//! (quantized to Q8_0 or F16), installed into the model store as one model.
+//! (quantized to a Q4_K_M mix, Q6_K, Q8_0 or F16), installed into the model store as one model.
 
 mod error;
 mod gguf;
 mod hf_config;
 mod hf_tokenizer;
+mod quant_mix;
 mod safetensors;
 
 use std::path::{Path, PathBuf};
@@ -27,11 +28,14 @@ pub struct ConvertProgress {
     pub total_bytes: u64,
 }
 
-/// The weight type a safetensors model's matrices are quantized to (norms and other vectors
+/// The weight types a safetensors model's matrices are quantized to (norms and other vectors
 /// stay F32). A GGUF keeps its own types.
 #[allow(non_camel_case_types)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetQuant {
+    /// llama.cpp's Q4_K_M mix: Q4_K, with Q6_K where it matters most.
+    Q4_K_M,
+    Q6_K,
     Q8_0,
     F16,
 }
@@ -41,6 +45,9 @@ impl std::str::FromStr for TargetQuant {
 
     fn from_str(text: &str) -> Result<TargetQuant, ConvertError> {
         match text.to_ascii_uppercase().as_str() {
+            // llama-quantize takes Q4_K for Q4_K_M too.
+            "Q4_K_M" | "Q4_K" => Ok(TargetQuant::Q4_K_M),
+            "Q6_K" => Ok(TargetQuant::Q6_K),
             "Q8_0" => Ok(TargetQuant::Q8_0),
             "F16" => Ok(TargetQuant::F16),
             _ => Err(ConvertError::UnknownQuant { quant: text.to_string() }),
