@@ -62,6 +62,15 @@ impl HubSource {
     }
 }
 
+/// Whether a repository with `files` holds a safetensors model to convert: a `config.json`, a
+/// `tokenizer.json` and `.safetensors` weights at its top level.
+pub fn is_convertible(files: &[RepoFile]) -> bool {
+    let has = |wanted: &dyn Fn(&str) -> bool| files.iter().any(|file| wanted(&file.path));
+    has(&|path| path == MODEL_FILES[0])
+        && has(&|path| path == MODEL_FILES[1])
+        && has(&|path| !path.contains('/') && path.ends_with(".safetensors"))
+}
+
 /// Downloads what converting `source` needs into its cache folder (files already finished
 /// there are kept; partial ones resume) and returns the folder holding the finished files.
 pub(crate) fn download_source(

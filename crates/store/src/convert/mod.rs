@@ -26,7 +26,7 @@ use crate::{
 
 pub use error::ConvertError;
 pub use gguf::gguf_to_rdrr;
-pub use hub_source::HubSource;
+pub use hub_source::{is_convertible, HubSource};
 pub use safetensors::safetensors_to_rdrr;
 
 /// How far a conversion is: bytes of tensor data written of the model's total.
