@@ -284,3 +284,46 @@ fn a_hub_repo_converts_like_its_folder_and_an_interrupted_convert_resumes() {
     .unwrap_err();
     assert!(error.to_string().contains("doppler models pull"), "{error}");
 }
+
+#[test]
+fn a_sharded_repo_fetches_only_the_weights_its_index_names() {
+    use doppler_engine::store::ModelStore;
+    use doppler_store::{
+        convert::{convert_repo_into_store, HubSource},
+        download::{CancelToken, RetryPolicy},
+        hub::{HubClient, HubConfig},
+    };
+    use hub_standin::{HubStandin, StandinFile};
+
+    let folder = tempfile::tempdir().unwrap();
+    write_hf_folder(&fixture("qwen2"), folder.path());
+    let mut files = standin_repo(folder.path());
+    // The weights under a shard's name, named by the index; beside them the same model in a
+    // layout the converter cannot read, which must not be fetched.
+    let weights = files.pop().unwrap();
+    let shard = "model-00001-of-00001.safetensors";
+    files.push(StandinFile::new(shard, weights.bytes.to_vec()));
+    let index = serde_json::json!({"metadata": {}, "weight_map": {"model.embed_tokens.weight": shard}});
+    files.push(StandinFile::plain("model.safetensors.index.json", index.to_string().into_bytes()));
+    files.push(StandinFile::new("consolidated.safetensors", b"not safetensors".to_vec()));
+    let hub = HubStandin::start();
+    hub.add_repo(SAFETENSORS_REPO, files);
+    let client = HubClient::new(HubConfig::new(&hub.url)).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let store = ModelStore::open(home.path()).unwrap();
+    let source = HubSource::parse(SAFETENSORS_REPO).unwrap();
+    let installed = convert_repo_into_store(
+        &client,
+        &store,
+        &source,
+        None,
+        Some("sharded".into()),
+        &RetryPolicy::default(),
+        &CancelToken::new(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(installed.manifest.quantization.as_deref(), Some("Q8_0"));
+    // config, tokenizer, tokenizer_config, the index and its one shard.
+    assert_eq!(hub.range_starts().len(), 5, "{:?}", hub.range_starts());
+}

@@ -85,13 +85,13 @@ pub(crate) fn download_source(
     let top_level: Vec<&RepoFile> = listed.iter().filter(|file| !file.path.contains('/')).collect();
     let cache = source.cache_dir(store);
     let folder = cache.join(source.name());
-    std::fs::create_dir_all(&folder).map_err(ConvertError::io(&folder))?;
     let by_name = |name: &str| top_level.iter().copied().find(|file| file.path == name);
     let mut wanted: Vec<&RepoFile> = MODEL_FILES.iter().filter_map(|name| by_name(name)).collect();
     // A sharded model names its shards in the index: only those are fetched (some
     // repositories also carry the same weights in another layout, `consolidated.safetensors`).
     let weights: Vec<&RepoFile> = match by_name(WEIGHT_INDEX) {
         Some(index) => {
+            std::fs::create_dir_all(&folder).map_err(ConvertError::io(&folder))?;
             fetch(client, source, &cache, &folder, &[index], policy, cancel, on_event)?;
             let shards = index_shards(&folder.join(WEIGHT_INDEX))?;
             wanted.push(index);
@@ -120,6 +120,7 @@ pub(crate) fn download_source(
         }
     }
     wanted.extend(weights);
+    std::fs::create_dir_all(&folder).map_err(ConvertError::io(&folder))?;
     fetch(client, source, &cache, &folder, &wanted, policy, cancel, on_event)?;
     Ok(folder)
 }
