@@ -129,4 +129,12 @@ fn a_hub_repo_of_safetensors_converts_and_one_of_ggufs_is_sent_to_pull() {
     let output = convert("doppler-test/Qwen2-Tiny-GGUF").output().unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("doppler models pull"), "{output:?}");
+    // A path that is not here reads as a repository id; the error says both.
+    let output = convert("no-such/folder").output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("no-such/folder is no file or folder here") && stderr.contains("needs access"),
+        "{stderr}"
+    );
 }

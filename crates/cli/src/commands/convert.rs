@@ -7,8 +7,8 @@ use anyhow::Result;
 use doppler_engine::store::{ByteSize, ModelStore};
 use doppler_store::{
     convert::{
-        convert_into_store, convert_repo_into_store, ConvertEvent, ConvertProgress, ConvertRequest,
-        ConvertSource, TargetQuant,
+        convert_into_store, convert_repo_into_store, ConvertError, ConvertEvent, ConvertProgress,
+        ConvertRequest, ConvertSource, TargetQuant,
     },
     download::{CancelToken, RetryPolicy},
 };
@@ -45,7 +45,7 @@ pub fn convert(store: &ModelStore, args: ConvertArgs) -> Result<()> {
     let result = match ConvertSource::parse(&args.source) {
         ConvertSource::Local(source) => {
             let request = ConvertRequest { source, quant, name: args.name };
-            convert_into_store(store, &request, &mut on_progress)
+            convert_into_store(store, &request, &mut on_progress).map_err(anyhow::Error::from)
         }
         ConvertSource::Hub(source) => {
             let downloads = PullDisplay::default();
@@ -68,7 +68,15 @@ pub fn convert(store: &ModelStore, args: ConvertArgs) -> Result<()> {
                 &mut on_event,
             );
             downloads.abandon();
-            result
+            result.map_err(|error| match error {
+                // The repository could not be listed: a mistyped local path reads as a
+                // repository id too.
+                ConvertError::Hub(_) => anyhow::Error::new(error).context(format!(
+                    "{} is no file or folder here, so it was looked up as a Hub repository",
+                    args.source
+                )),
+                error => error.into(),
+            })
         }
     };
     if let Some(bar) = bar.borrow_mut().take() {

@@ -33,6 +33,17 @@ impl TargetQuant {
         }
     }
 
+    /// At most the bytes `elements` weights take in this target (the Q4_K_M mix counted as if
+    /// all Q6_K; vectors, F32 in any target, are too few to count).
+    pub(crate) fn max_bytes(self, elements: u64) -> u64 {
+        let ty = match self {
+            TargetQuant::F16 => GgmlType::F16,
+            TargetQuant::Q8_0 => GgmlType::Q8_0,
+            TargetQuant::Q6_K | TargetQuant::Q4_K_M => GgmlType::Q6_K,
+        };
+        (elements as u128 * ty.block_bytes() as u128).div_ceil(ty.block_len() as u128) as u64
+    }
+
     /// "Q4_K_M, Q6_K, Q8_0 and F16", for messages.
     pub(crate) fn names_listed() -> String {
         let names = TargetQuant::ALL.map(TargetQuant::name);
@@ -121,6 +132,13 @@ mod tests {
         assert_eq!(ty(TargetQuant::Q4_K_M, 100), GgmlType::F16);
         assert_eq!(ty(TargetQuant::Q8_0, 100), GgmlType::F16);
         assert_eq!(TargetQuant::Q4_K_M.tensor_type("output_norm.weight", &[512], 2, false), GgmlType::F32);
+    }
+
+    #[test]
+    fn the_size_bound_is_the_widest_type_of_the_mix() {
+        assert_eq!(TargetQuant::F16.max_bytes(256), 512);
+        assert_eq!(TargetQuant::Q8_0.max_bytes(256), 272);
+        assert_eq!(TargetQuant::Q4_K_M.max_bytes(256), 210);
     }
 
     #[test]

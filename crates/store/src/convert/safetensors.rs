@@ -12,6 +12,7 @@ use doppler_engine::{
     gguf::{GgmlType, MetadataValue},
     quant::quantize_row,
     rdrr::{RdrrWriter, WrittenRdrr},
+    store::ensure_free_space,
 };
 use memmap2::Mmap;
 use safetensors::{tensor::Dtype, SafeTensors};
@@ -82,6 +83,9 @@ pub fn safetensors_to_rdrr(
     metadata.extend(config.metadata.iter().cloned());
     metadata.extend(tokenizer);
 
+    // Refused before writing rather than when the disk fills.
+    let elements: u64 = tensors.iter().map(|t| t.shape.iter().product::<u64>()).sum();
+    ensure_free_space(out_dir, quant.max_bytes(elements))?;
     let mut files = paths
         .iter()
         .map(|path| File::open(path).map_err(ConvertError::io(path)))
