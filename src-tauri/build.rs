@@ -36,6 +36,8 @@ const COMMANDS: &[&str] = &[
     "pause_download",
     "resume_download",
     "cancel_download",
+    "watch_conversions",
+    "start_conversion",
     "list_remote_backends",
     "add_remote_backend",
     "remove_remote_backend",

@@ -89,6 +89,8 @@ pub fn run() {
             core::downloads::commands::pause_download,
             core::downloads::commands::resume_download,
             core::downloads::commands::cancel_download,
+            core::conversions::commands::watch_conversions,
+            core::conversions::commands::start_conversion,
             core::backends::commands::list_remote_backends,
             core::backends::commands::add_remote_backend,
             core::backends::commands::remove_remote_backend,

@@ -1,7 +1,8 @@
 // The model manager in the real app against a stand-in Hugging Face Hub on 127.0.0.1 (a node
 // http server speaking search, tree, and `resolve` with a 302 carrying X-Linked-Etag and
 // X-Linked-Size, with Range on the "CDN"): search → repository view with a fit badge → pull
-// with progress, paused and resumed (a Range request) → load → a streamed reply.
+// with progress, paused and resumed (a Range request) → load → a streamed reply; a repository
+// of safetensors opened by its id → Convert to Q4_K_M with progress → the model installed.
 // The app runs on a model store of its own (HF_ENDPOINT and DOPPLER_HOME reach it through
 // tauri-driver's environment), holding the default model so that startup is as usual.
 import assert from 'node:assert/strict';
@@ -32,6 +33,12 @@ const DOWNLOAD_MS = 180_000;
 const TOKENS_MS = 180_000;
 const PENDING = By.css('[data-testid="message"][data-pending="true"] [data-testid="message-content"]');
 
+// A safetensors repository the stand-in Hub makes up (tinySafetensorsRepo), and what the store
+// names the model converted from it.
+const ST_REPO = 'doppler-e2e/Tiny-Llama';
+const CONVERTED = 'tiny-llama-rdrr';
+const CONVERT_MS = 120_000;
+
 const sharedStore = process.env.DOPPLER_HOME;
 let tauriDriver;
 let hub;
@@ -56,13 +63,111 @@ function json(res, body) {
   res.end(JSON.stringify(body));
 }
 
+/** GPT-2's byte → printable character table, as byte-level BPE vocabularies spell bytes. */
+function byteLevelChars() {
+  const printable = [];
+  for (let b = 33; b <= 126; b++) printable.push(b);
+  for (let b = 161; b <= 172; b++) printable.push(b);
+  for (let b = 174; b <= 255; b++) printable.push(b);
+  const chars = new Array(256);
+  let extra = 0;
+  for (let b = 0; b < 256; b++) chars[b] = String.fromCodePoint(printable.includes(b) ? b : 256 + extra++);
+  return chars;
+}
+
+/** A safetensors file of F32 tensors (`[name, shape]`) with small deterministic values. */
+function safetensors(tensors) {
+  let seed = 7;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648 - 0.5) * 0.2;
+  const header = {};
+  const blobs = [];
+  let offset = 0;
+  for (const [name, shape] of tensors) {
+    const values = new Float32Array(shape.reduce((a, b) => a * b, 1)).map(() => (shape.length === 1 ? 1 : random()));
+    header[name] = { dtype: 'F32', shape, data_offsets: [offset, offset + values.byteLength] };
+    offset += values.byteLength;
+    blobs.push(Buffer.from(values.buffer));
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - ((8 + json.length) % 8)) % 8);
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(json.length));
+  return Buffer.concat([length, Buffer.from(json), ...blobs]);
+}
+
+/** A one-layer Llama of random weights with a byte-level tokenizer, as a Hub repository holds
+ * it: the JSON files in plain git, the weights in LFS (with a sha256 in the tree). */
+function tinySafetensorsRepo() {
+  const [hidden, ffn, vocab] = [256, 512, 257];
+  const config = {
+    model_type: 'llama', hidden_size: hidden, intermediate_size: ffn, num_hidden_layers: 1,
+    num_attention_heads: 4, num_key_value_heads: 4, max_position_embeddings: 256,
+    rms_norm_eps: 1e-5, rope_theta: 10000, tie_word_embeddings: true,
+  };
+  const tokenizer = {
+    version: '1.0',
+    added_tokens: [{ id: 256, content: '<|end|>', special: true }],
+    pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
+    decoder: { type: 'ByteLevel' },
+    model: { type: 'BPE', vocab: Object.fromEntries(byteLevelChars().map((char, id) => [char, id])), merges: [] },
+  };
+  const tokenizerConfig = { eos_token: '<|end|>', chat_template: '{% for m in messages %}{{ m.content }}{% endfor %}' };
+  const layer = (name) => `model.layers.0.${name}.weight`;
+  const weights = safetensors([
+    ['model.embed_tokens.weight', [vocab, hidden]],
+    ['model.norm.weight', [hidden]],
+    [layer('input_layernorm'), [hidden]],
+    [layer('post_attention_layernorm'), [hidden]],
+    ...['q_proj', 'k_proj', 'v_proj', 'o_proj'].map((name) => [layer(`self_attn.${name}`), [hidden, hidden]]),
+    [layer('mlp.gate_proj'), [ffn, hidden]],
+    [layer('mlp.up_proj'), [ffn, hidden]],
+    [layer('mlp.down_proj'), [hidden, ffn]],
+  ]);
+  const text = (path, value) => ({ path, bytes: Buffer.from(JSON.stringify(value)), lfs: false });
+  return [
+    text('config.json', config),
+    text('tokenizer.json', tokenizer),
+    text('tokenizer_config.json', tokenizerConfig),
+    { path: 'model.safetensors', bytes: weights, lfs: true },
+  ].map((file) => ({ ...file, sha256: createHash('sha256').update(file.bytes).digest('hex') }));
+}
+
+/** Answers the tree, `resolve` and CDN requests for `files` of `repo`; false for other paths. */
+function serveRepo(repo, files, path, req, res) {
+  if (path === `/api/models/${repo}/tree/main`) {
+    json(res, files.map((file) => ({
+      type: 'file', path: file.path, size: file.bytes.length, oid: '2'.repeat(40),
+      ...(file.lfs ? { lfs: { oid: file.sha256, size: file.bytes.length, pointerSize: 134 } } : {}),
+    })));
+    return true;
+  }
+  const resolved = files.find((file) => path === `/${repo}/resolve/main/${file.path}`);
+  if (resolved) {
+    res.writeHead(302, { location: `/cdn/${repo}/${resolved.path}`, 'x-linked-size': String(resolved.bytes.length) });
+    res.end();
+    return true;
+  }
+  const served = files.find((file) => path === `/cdn/${repo}/${file.path}`);
+  if (served) {
+    const start = Number(/^bytes=(\d+)-$/.exec(req.headers.range ?? '')?.[1] ?? 0);
+    const headers = { 'content-length': String(served.bytes.length - start) };
+    if (start > 0) headers['content-range'] = `bytes ${start}-${served.bytes.length - 1}/${served.bytes.length}`;
+    res.writeHead(start > 0 ? 206 : 200, headers);
+    res.end(served.bytes.subarray(start));
+    return true;
+  }
+  return false;
+}
+
 async function startHub(modelPath) {
   const size = statSync(modelPath).size;
   const sha256 = await sha256Of(modelPath);
   const [owner, name] = REPO.split('/');
+  const stFiles = tinySafetensorsRepo();
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://127.0.0.1');
     const path = decodeURIComponent(url.pathname);
+    if (serveRepo(ST_REPO, stFiles, path, req, res)) return;
     if (path === '/api/models') {
       const query = (url.searchParams.get('search') ?? '').toLowerCase();
       return json(res, REPO.toLowerCase().includes(query) ? [{ id: REPO, downloads: 1234, likes: 5 }] : []);
@@ -200,6 +305,35 @@ test('a model found on the Hub is pulled with progress, paused and resumed, load
     await waitForText(driver, PENDING, (text) => text.trim().length > early.trim().length, 'more tokens arrive', TOKENS_MS);
     await screenshot(driver, '23-pulled-model-replies');
     // Quitting stops the reply (chat.test.mjs checks what is kept then).
+  } finally {
+    await quitApp(driver);
+  }
+});
+
+test('a safetensors repository opened by its id converts to Q4_K_M and is installed', async () => {
+  const driver = await launchApp();
+  try {
+    await click(driver, byTestId('model-manager-button'));
+    await find(driver, byTestId('model-manager'));
+    await (await find(driver, byTestId('hub-search-input'))).sendKeys(ST_REPO);
+    await click(driver, byTestId('hub-search-button'));
+    // The search lists GGUF repositories only; a repository id opens directly.
+    await click(driver, byTestId('hub-open-repo'));
+    await find(driver, byTestId('repo-convert'), 30_000);
+    assert.equal((await driver.findElements(byTestId('repo-choice'))).length, 0, 'no GGUF to download');
+    await (await find(driver, byTestId('convert-quant'))).sendKeys('Q4_K_M');
+    await click(driver, byTestId('convert-start'));
+    const detail = byTestId('convert-detail');
+    await find(driver, detail, 30_000);
+    await driver.wait(
+      async () => ['done', 'failed'].includes(await (await find(driver, detail)).getAttribute('data-status')),
+      CONVERT_MS,
+      'the conversion ends',
+    );
+    assert.equal(await (await find(driver, detail)).getAttribute('data-status'), 'done', await textOf(driver, await find(driver, byTestId('repo-convert'))));
+    assert.match(await textOf(driver, await find(driver, detail)), new RegExp(`Installed as ${CONVERTED}`));
+    await find(driver, By.css(`[data-testid="installed-model"][data-model-id="${CONVERTED}"]`), 30_000);
+    await screenshot(driver, '24-model-manager-converted');
   } finally {
     await quitApp(driver);
   }

@@ -40,6 +40,9 @@ pub struct StandinFile {
     pub bytes: Arc<Vec<u8>>,
     pub listed_size: u64,
     pub listed_sha256: String,
+    /// Stored with Git LFS (weights): the tree gives its sha256. Small files (config.json) are
+    /// plain git files, listed with their size only.
+    pub lfs: bool,
 }
 
 impl StandinFile {
@@ -49,13 +52,21 @@ impl StandinFile {
             listed_size: bytes.len() as u64,
             listed_sha256: sha256_hex(&bytes),
             bytes: Arc::new(bytes),
+            lfs: true,
         }
+    }
+
+    /// A plain git file: no sha256 in the tree.
+    pub fn plain(path: &str, bytes: Vec<u8>) -> StandinFile {
+        StandinFile { lfs: false, ..StandinFile::new(path, bytes) }
     }
 }
 
 /// What goes wrong with the next download request (one fault per request, in order).
 #[derive(Clone, Debug)]
 pub enum Fault {
+    /// Sends the file as it is (a request the faults after it leave alone).
+    Clean,
     /// Closes the connection after this many bytes of the body.
     DropAfter(u64),
     /// Sends this many bytes, then nothing for the duration.
@@ -183,11 +194,14 @@ async fn tree(
         if let Some((dir, _)) = file.path.rsplit_once('/') {
             entries.push(serde_json::json!({ "type": "directory", "oid": "0123", "size": 0, "path": dir }));
         }
-        entries.push(serde_json::json!({
+        let mut entry = serde_json::json!({
             "type": "file", "oid": "89abcdef0123456789abcdef0123456789abcdef", "size": file.listed_size,
-            "path": file.path,
-            "lfs": { "oid": file.listed_sha256, "size": file.listed_size, "pointerSize": 134 }
-        }));
+            "path": file.path
+        });
+        if file.lfs {
+            entry["lfs"] = serde_json::json!({ "oid": file.listed_sha256, "size": file.listed_size, "pointerSize": 134 });
+        }
+        entries.push(entry);
     }
     json(serde_json::Value::Array(entries))
 }

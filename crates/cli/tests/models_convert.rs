@@ -1,5 +1,12 @@
 //! `doppler models convert`: a GGUF converted into the store as RDRR prints its installed
-//! name, shows in `doppler models list --json` and runs, giving the GGUF's greedy tokens.
+//! name, shows in `doppler models list --json` and runs, giving the GGUF's greedy tokens; a
+//! Hub repository (a stand-in on 127.0.0.1) of safetensors converts the same way, one of
+//! GGUFs is sent to `models pull`.
+
+#[path = "../../../tests/support/hf_folder.rs"]
+mod hf_folder;
+#[path = "../../../tests/support/hub_standin.rs"]
+mod hub_standin;
 
 use std::{
     path::{Path, PathBuf},
@@ -83,4 +90,51 @@ fn convert_refuses_a_quantization_for_a_gguf_and_a_missing_source() {
         doppler(home.path()).args(["models", "convert", "/nonexistent/model.gguf"]).output().unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/model.gguf"), "{output:?}");
+}
+
+#[test]
+fn a_hub_repo_of_safetensors_converts_and_one_of_ggufs_is_sent_to_pull() {
+    use hub_standin::{HubStandin, StandinFile};
+    let folder = tempfile::tempdir().unwrap();
+    hf_folder::write_hf_folder(&fixture("qwen2"), folder.path());
+    let read = |name: &str| std::fs::read(folder.path().join(name)).unwrap();
+    let hub = HubStandin::start();
+    let mut files: Vec<StandinFile> = ["config.json", "tokenizer.json", "tokenizer_config.json"]
+        .into_iter()
+        .map(|name| StandinFile::plain(name, read(name)))
+        .collect();
+    files.push(StandinFile::new("model.safetensors", read("model.safetensors")));
+    hub.add_repo("doppler-test/Qwen2-Tiny", files);
+    hub.add_repo(
+        "doppler-test/Qwen2-Tiny-GGUF",
+        vec![StandinFile::new("qwen2-tiny-Q8_0.gguf", read("config.json"))],
+    );
+    let home = tempfile::tempdir().unwrap();
+    let convert = |source: &str| {
+        let mut command = doppler(home.path());
+        command.env("HF_ENDPOINT", &hub.url).env_remove("HF_TOKEN");
+        command.args(["models", "convert", source, "--quant", "Q4_K_M"]);
+        command
+    };
+
+    let output = run(&mut convert("doppler-test/Qwen2-Tiny@main"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.starts_with("converted qwen2-tiny-rdrr "), "{stdout}");
+    let output = run(doppler(home.path()).args(["models", "list", "--json"]));
+    let listed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(listed[0]["name"], "qwen2-tiny-rdrr", "{listed}");
+    assert_eq!(listed[0]["quantization"], "Q4_K_M", "{listed}");
+    assert_eq!(listed[0]["architecture"], "qwen2", "{listed}");
+
+    let output = convert("doppler-test/Qwen2-Tiny-GGUF").output().unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("doppler models pull"), "{output:?}");
+    // A path that is not here reads as a repository id; the error says both.
+    let output = convert("no-such/folder").output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("no-such/folder is no file or folder here") && stderr.contains("needs access"),
+        "{stderr}"
+    );
 }

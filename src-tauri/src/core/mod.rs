@@ -5,6 +5,7 @@ pub mod app;
 pub mod backends;
 pub mod chat;
 pub mod conversations;
+pub mod conversions;
 pub mod downloads;
 pub mod engine;
 pub mod models;

@@ -147,7 +147,14 @@ export type AssessedChoice = {
 };
 
 export type MachineMemory = { budget: number | null; tier: MemoryTier | null; kvF16: boolean };
-export type RepoView = { repo: string; memory: MachineMemory; contextLen: number; choices: AssessedChoice[] };
+export type RepoView = {
+  repo: string;
+  memory: MachineMemory;
+  contextLen: number;
+  choices: AssessedChoice[];
+  /** The repository holds a safetensors model that converts to RDRR. */
+  convertible: boolean;
+};
 export type Recommendation = { title: string; repo: string; choice: AssessedChoice };
 
 export type DownloadStatus = 'downloading' | 'paused' | 'installing' | 'done' | 'failed';
@@ -162,6 +169,21 @@ export type Download = {
   bytesPerSecond: number;
   etaSeconds: number | null;
   status: DownloadStatus;
+  modelId: string | null;
+  message: string | null;
+};
+
+/** The weight types a conversion offers (the store takes Q6_K too). */
+export const CONVERT_QUANTS = ['Q4_K_M', 'Q8_0', 'F16'] as const;
+export type ConversionStatus = 'downloading' | 'converting' | 'done' | 'failed';
+/** A Hub repository being converted to RDRR: `done` of `total` bytes of the current step. */
+export type Conversion = {
+  id: number;
+  repo: string;
+  quant: string;
+  status: ConversionStatus;
+  done: number;
+  total: number;
   modelId: string | null;
   message: string | null;
 };
@@ -235,6 +257,9 @@ export const api = {
   pauseDownload: (id: number) => invoke<Download>('pause_download', { id }),
   resumeDownload: (id: number) => invoke<Download>('resume_download', { id }),
   cancelDownload: (id: number) => invoke<void>('cancel_download', { id }),
+  watchConversions: (onChange: (conversion: Conversion) => void) =>
+    invoke<Conversion[]>('watch_conversions', { onChange: channel(onChange) }),
+  startConversion: (repo: string, quant: string) => invoke<Conversion>('start_conversion', { repo, quant }),
   listRemoteBackends: () => invoke<RemoteBackend[]>('list_remote_backends'),
   addRemoteBackend: (backend: NewRemoteBackend) => invoke<RemoteBackend>('add_remote_backend', { backend }),
   removeRemoteBackend: (backendId: string) => invoke<void>('remove_remote_backend', { backendId }),

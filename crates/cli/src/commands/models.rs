@@ -79,7 +79,8 @@ enum ModelsCommand {
         #[arg(long, default_value = "main")]
         revision: String,
     },
-    /// Convert a GGUF file or a Hugging Face safetensors folder into an RDRR model in the store.
+    /// Convert a GGUF file, or a Hugging Face safetensors folder or Hub repository, into an RDRR
+    /// model in the store.
     Convert(super::convert::ConvertArgs),
     /// Uninstall a model.
     Remove { name: String },

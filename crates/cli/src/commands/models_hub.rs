@@ -14,7 +14,7 @@ use doppler_store::{
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
-fn client() -> Result<HubClient> {
+pub(super) fn client() -> Result<HubClient> {
     HubClient::new(HubConfig::from_env()).context("setting up the Hugging Face Hub client")
 }
 
@@ -79,37 +79,12 @@ pub fn pull_model(store: &ModelStore, args: PullArgs) -> Result<()> {
         (None, None) => Selection::Only,
     };
     let request = PullRequest { repo: args.repo, revision: args.revision, selection, name: args.name };
-    let bar: RefCell<Option<ProgressBar>> = RefCell::new(None);
-    let say = |line: String| match bar.borrow().as_ref() {
-        Some(bar) => bar.suspend(|| eprintln!("{line}")),
-        None => eprintln!("{line}"),
-    };
-    let mut on_event = |event: PullEvent| match event {
-        PullEvent::Chosen { name, files, total } => {
-            say(format!("{name}: {} ({})", files.join(", "), ByteSize(total)));
-            *bar.borrow_mut() = Some(new_bar(&name, total));
-        }
-        PullEvent::Resumed { file, from } => say(format!("{file}: resuming after {}", ByteSize(from))),
-        PullEvent::Progress { done, .. } => {
-            if let Some(bar) = bar.borrow().as_ref() {
-                bar.set_position(done);
-            }
-        }
-        PullEvent::Retrying { file, attempt, wait, reason } => {
-            say(format!("{file}: {reason}; retry {attempt} in {:.1} s", wait.as_secs_f64()))
-        }
-        PullEvent::Installing { name } => {
-            if let Some(bar) = bar.borrow_mut().take() {
-                bar.finish_and_clear();
-            }
-            say(format!("{name}: installing"));
-        }
-    };
+    let display = PullDisplay::default();
     let result =
-        pull(&client()?, store, &request, &RetryPolicy::default(), &CancelToken::new(), &mut on_event);
-    if let Some(bar) = bar.borrow_mut().take() {
-        bar.abandon();
-    }
+        pull(&client()?, store, &request, &RetryPolicy::default(), &CancelToken::new(), &mut |event| {
+            display.show(event)
+        });
+    display.abandon();
     let outcome = result?;
     let model = outcome.model();
     let verb = match outcome {
@@ -118,6 +93,59 @@ pub fn pull_model(store: &ModelStore, args: PullArgs) -> Result<()> {
     };
     println!("{verb} {} ({}) at {}", model.name(), ByteSize(model.manifest.size), model.path.display());
     Ok(())
+}
+
+/// A pull's progress on stderr: a line per step, a bar while bytes arrive (on a terminal).
+#[derive(Default)]
+pub(super) struct PullDisplay {
+    bar: RefCell<Option<ProgressBar>>,
+}
+
+impl PullDisplay {
+    pub(super) fn say(&self, line: String) {
+        match self.bar.borrow().as_ref() {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    pub(super) fn show(&self, event: PullEvent) {
+        match event {
+            PullEvent::Chosen { name, files, total } => {
+                self.say(format!("{name}: {} ({})", files.join(", "), ByteSize(total)));
+                *self.bar.borrow_mut() = Some(new_bar(&name, total));
+            }
+            PullEvent::Resumed { file, from } => {
+                self.say(format!("{file}: resuming after {}", ByteSize(from)))
+            }
+            PullEvent::Progress { done, .. } => {
+                if let Some(bar) = self.bar.borrow().as_ref() {
+                    bar.set_position(done);
+                }
+            }
+            PullEvent::Retrying { file, attempt, wait, reason } => {
+                self.say(format!("{file}: {reason}; retry {attempt} in {:.1} s", wait.as_secs_f64()))
+            }
+            PullEvent::Installing { name } => {
+                self.finish();
+                self.say(format!("{name}: installing"));
+            }
+        }
+    }
+
+    /// Clears a finished bar.
+    pub(super) fn finish(&self) {
+        if let Some(bar) = self.bar.borrow_mut().take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    /// Leaves an unfinished bar where it stopped.
+    pub(super) fn abandon(&self) {
+        if let Some(bar) = self.bar.borrow_mut().take() {
+            bar.abandon();
+        }
+    }
 }
 
 fn new_bar(name: &str, total: u64) -> ProgressBar {

@@ -45,9 +45,19 @@ pub enum ConvertError {
         #[source]
         source: doppler_engine::quant::QuantError,
     },
-    #[error("unknown quantization '{quant}' (Q8_0 and F16 are supported)")]
+    #[error("unknown quantization '{quant}' ({} are supported)", super::TargetQuant::names_listed())]
     UnknownQuant { quant: String },
-    #[error("a GGUF converts with its own weight types; --quant {quant:?} applies to safetensors folders")]
+    #[error(transparent)]
+    Hub(#[from] crate::hub::HubError),
+    #[error(transparent)]
+    Download(#[from] crate::download::DownloadError),
+    #[error("{repo} has no .safetensors files{}", if *gguf { "; it has GGUF files: install one with `doppler models pull`" } else { "" })]
+    NoSafetensorsInRepo { repo: String, gguf: bool },
+    #[error("{repo} has no {file}, which converting needs")]
+    MissingRepoFile { repo: String, file: String },
+    #[error("{repo}: model.safetensors.index.json names {file}, which the repository does not have")]
+    MissingShard { repo: String, file: String },
+    #[error("a GGUF converts with its own weight types; --quant {} applies to safetensors models", quant.name())]
     QuantForGguf { quant: super::TargetQuant },
 }
 

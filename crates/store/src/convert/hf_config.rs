@@ -15,6 +15,7 @@ const ARCHITECTURES: &[(&str, &str)] =
 pub(crate) struct HfConfig {
     /// Ours: `llama`, `qwen2`, `qwen3`.
     pub architecture: &'static str,
+    pub n_layers: u64,
     pub n_heads: u64,
     pub n_kv_heads: u64,
     pub tied_embeddings: bool,
@@ -35,16 +36,14 @@ impl HfConfig {
         let n_heads = uint("num_attention_heads")?;
         let n_kv_heads = json["num_key_value_heads"].as_u64().unwrap_or(n_heads);
         let hidden = uint("hidden_size")?;
+        let n_layers = uint("num_hidden_layers")?;
         let key = |name: &str| format!("{architecture}.{name}");
         let as_u32 = |key: &'static str, value: u64| {
             u32::try_from(value)
                 .map_err(|_| ConvertError::InvalidConfig { key, reason: format!("{value} is too large") })
         };
         let mut metadata = vec![
-            (
-                key("block_count"),
-                MetadataValue::U32(as_u32("num_hidden_layers", uint("num_hidden_layers")?)?),
-            ),
+            (key("block_count"), MetadataValue::U32(as_u32("num_hidden_layers", n_layers)?)),
             (key("embedding_length"), MetadataValue::U32(as_u32("hidden_size", hidden)?)),
             (
                 key("feed_forward_length"),
@@ -74,6 +73,7 @@ impl HfConfig {
         metadata.extend(rope_scaling(&json["rope_scaling"], architecture)?);
         Ok(HfConfig {
             architecture,
+            n_layers,
             n_heads,
             n_kv_heads,
             tied_embeddings: json["tie_word_embeddings"].as_bool().unwrap_or(false),

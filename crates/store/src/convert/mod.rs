@@ -1,22 +1,32 @@
 //! Conversion to RDRR (the engine's manifest-plus-shards format), streamed tensor by tensor:
-//! from a GGUF file (same types, same bytes) or from a Hugging Face safetensors folder
-//! (quantized to Q8_0 or F16), installed into the model store as one model.
+//! from a GGUF file (same types, same bytes) or from a Hugging Face safetensors folder or Hub
+//! repository (quantized to a Q4_K_M mix, Q6_K, Q8_0 or F16), installed into the model store
+//! as one model.
 
 mod error;
 mod gguf;
 mod hf_config;
 mod hf_tokenizer;
+mod hub_source;
+mod quant_mix;
 mod safetensors;
 
 use std::path::{Path, PathBuf};
 
 use doppler_engine::{
     rdrr::{WrittenRdrr, MAX_SHARD_BYTES},
-    store::{check_model_name, model_name_from_file, InstalledModel, ModelStore, VerifiedFile},
+    store::{check_model_name, model_name_from_file, InstalledModel, ModelStore, StoreError, VerifiedFile},
+};
+
+use crate::{
+    download::{CancelToken, RetryPolicy},
+    hub::HubClient,
+    PullEvent,
 };
 
 pub use error::ConvertError;
 pub use gguf::gguf_to_rdrr;
+pub use hub_source::{is_convertible, HubSource};
 pub use safetensors::safetensors_to_rdrr;
 
 /// How far a conversion is: bytes of tensor data written of the model's total.
@@ -27,11 +37,14 @@ pub struct ConvertProgress {
     pub total_bytes: u64,
 }
 
-/// The weight type a safetensors model's matrices are quantized to (norms and other vectors
+/// The weight types a safetensors model's matrices are quantized to (norms and other vectors
 /// stay F32). A GGUF keeps its own types.
 #[allow(non_camel_case_types)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetQuant {
+    /// llama.cpp's Q4_K_M mix: Q4_K, with Q6_K where it matters most.
+    Q4_K_M,
+    Q6_K,
     Q8_0,
     F16,
 }
@@ -41,10 +54,32 @@ impl std::str::FromStr for TargetQuant {
 
     fn from_str(text: &str) -> Result<TargetQuant, ConvertError> {
         match text.to_ascii_uppercase().as_str() {
+            // llama-quantize takes Q4_K for Q4_K_M too.
+            "Q4_K_M" | "Q4_K" => Ok(TargetQuant::Q4_K_M),
+            "Q6_K" => Ok(TargetQuant::Q6_K),
             "Q8_0" => Ok(TargetQuant::Q8_0),
             "F16" => Ok(TargetQuant::F16),
             _ => Err(ConvertError::UnknownQuant { quant: text.to_string() }),
         }
+    }
+}
+
+/// Where a model to convert is: a `.gguf` file or a model folder here, or a Hub repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConvertSource {
+    Local(PathBuf),
+    Hub(HubSource),
+}
+
+impl ConvertSource {
+    /// An existing path or a `.gguf` name is local; else text shaped `owner/name[@revision]`
+    /// names a Hub repository; anything else stays a path (whose absence the error names).
+    pub fn parse(text: &str) -> ConvertSource {
+        let path = Path::new(text);
+        if path.exists() || text.ends_with(".gguf") {
+            return ConvertSource::Local(path.to_path_buf());
+        }
+        HubSource::parse(text).map_or_else(|| ConvertSource::Local(path.to_path_buf()), ConvertSource::Hub)
     }
 }
 
@@ -59,6 +94,13 @@ pub struct ConvertRequest {
     pub name: Option<String>,
 }
 
+/// What converting a Hub repository is doing: downloading its files, then converting them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConvertEvent {
+    Download(PullEvent),
+    Convert(ConvertProgress),
+}
+
 /// Converts `request.source` to RDRR and installs it into `store`; the store only ever sees
 /// the finished, checked model (written beside its downloads, then moved in).
 pub fn convert_into_store(
@@ -67,30 +109,71 @@ pub fn convert_into_store(
     progress: &mut dyn FnMut(ConvertProgress),
 ) -> Result<InstalledModel, ConvertError> {
     let source = &request.source;
-    let name = match &request.name {
-        Some(name) => name.clone(),
-        None => default_name(source).ok_or_else(|| ConvertError::NoName { path: source.clone() })?,
-    };
-    check_model_name(&name)?;
-    if store.get(&name)?.is_some() {
-        return Err(doppler_engine::store::StoreError::AlreadyInstalled {
-            name: name.clone(),
-            path: store.root().join("models").join(&name),
-        }
-        .into());
-    }
-    let work = WorkDir::new(store.downloads_dir().join(format!("convert-{name}-{}", std::process::id())))?;
-    let written = if source.is_dir() {
-        let quant = request.quant.unwrap_or(TargetQuant::Q8_0);
-        safetensors_to_rdrr(source, work.path(), quant, MAX_SHARD_BYTES, progress)?
-    } else if let Some(quant) = request.quant {
-        return Err(ConvertError::QuantForGguf { quant });
-    } else {
-        gguf_to_rdrr(source, work.path(), MAX_SHARD_BYTES, progress)?
-    };
+    let name = free_name(store, request.name.clone().or_else(|| default_name(source)), source)?;
     let origin =
         format!("convert:{}", std::path::absolute(source).unwrap_or_else(|_| source.clone()).display());
-    Ok(store.install_verified(&name, &verified_files(&written), origin)?)
+    if source.is_dir() {
+        let quant = request.quant.unwrap_or(TargetQuant::Q8_0);
+        write_and_install(store, &name, origin, |out| {
+            safetensors_to_rdrr(source, out, quant, MAX_SHARD_BYTES, progress)
+        })
+    } else if let Some(quant) = request.quant {
+        Err(ConvertError::QuantForGguf { quant })
+    } else {
+        write_and_install(store, &name, origin, |out| gguf_to_rdrr(source, out, MAX_SHARD_BYTES, progress))
+    }
+}
+
+/// Downloads the safetensors model of `source` (resuming what an earlier run left), converts
+/// it to `quant` (default Q8_0) and installs it as `name` (default: the repository's name with
+/// `-rdrr`). The downloads are removed once the model is installed.
+#[allow(clippy::too_many_arguments)]
+pub fn convert_repo_into_store(
+    client: &HubClient,
+    store: &ModelStore,
+    source: &HubSource,
+    quant: Option<TargetQuant>,
+    name: Option<String>,
+    policy: &RetryPolicy,
+    cancel: &CancelToken,
+    on_event: &mut dyn FnMut(ConvertEvent),
+) -> Result<InstalledModel, ConvertError> {
+    let name = free_name(store, name.or_else(|| name_with_format(source.name())), Path::new(&source.repo))?;
+    let folder = hub_source::download_source(client, store, source, policy, cancel, &mut |event| {
+        on_event(ConvertEvent::Download(event))
+    })?;
+    let quant = quant.unwrap_or(TargetQuant::Q8_0);
+    let origin = format!("convert:hf:{}@{}", source.repo, source.revision);
+    let installed = write_and_install(store, &name, origin, |out| {
+        safetensors_to_rdrr(&folder, out, quant, MAX_SHARD_BYTES, &mut |progress| {
+            on_event(ConvertEvent::Convert(progress))
+        })
+    })?;
+    source.remove_cache(store);
+    Ok(installed)
+}
+
+/// `name` when it is valid and not installed yet (checked before any work is done).
+fn free_name(store: &ModelStore, name: Option<String>, source: &Path) -> Result<String, ConvertError> {
+    let name = name.ok_or_else(|| ConvertError::NoName { path: source.to_path_buf() })?;
+    check_model_name(&name)?;
+    if store.get(&name)?.is_some() {
+        let path = store.root().join("models").join(&name);
+        return Err(StoreError::AlreadyInstalled { name, path }.into());
+    }
+    Ok(name)
+}
+
+/// Runs `write` into a scratch folder beside the store's downloads and installs what it wrote.
+fn write_and_install(
+    store: &ModelStore,
+    name: &str,
+    origin: String,
+    write: impl FnOnce(&Path) -> Result<WrittenRdrr, ConvertError>,
+) -> Result<InstalledModel, ConvertError> {
+    let work = WorkDir::new(store.downloads_dir().join(format!("convert-{name}-{}", std::process::id())))?;
+    let written = write(work.path())?;
+    Ok(store.install_verified(name, &verified_files(&written), origin)?)
 }
 
 fn verified_files(written: &WrittenRdrr) -> Vec<VerifiedFile> {
@@ -109,11 +192,12 @@ fn verified_files(written: &WrittenRdrr) -> Vec<VerifiedFile> {
 /// `gemma-3-270m-q4_k_m.gguf` → `gemma-3-270m-q4_k_m-rdrr`; a folder `Qwen3-0.6B` →
 /// `qwen3-0.6b-rdrr`.
 fn default_name(source: &Path) -> Option<String> {
-    let base = if source.is_dir() {
-        source.file_name()?.to_string_lossy().into_owned()
-    } else {
-        source.file_stem()?.to_string_lossy().into_owned()
-    };
+    let base = if source.is_dir() { source.file_name()? } else { source.file_stem()? };
+    name_with_format(&base.to_string_lossy())
+}
+
+/// `Qwen3-0.6B` → `qwen3-0.6b-rdrr`.
+fn name_with_format(base: &str) -> Option<String> {
     // The suffix keeps the name apart from the same model imported as GGUF; it goes on
     // before the length cap so that the name stays valid.
     let name = model_name_from_file(&format!("{base}.x"))?;

@@ -12,6 +12,7 @@ use doppler_engine::{
     gguf::{GgmlType, MetadataValue},
     quant::quantize_row,
     rdrr::{RdrrWriter, WrittenRdrr},
+    store::ensure_free_space,
 };
 use memmap2::Mmap;
 use safetensors::{tensor::Dtype, SafeTensors};
@@ -42,7 +43,7 @@ struct SourceTensor {
 }
 
 /// Converts the Hugging Face model in `folder` into an RDRR model in `out_dir`: matrices in
-/// `quant`'s type (F16 where a row is not whole Q8_0 blocks), norms and biases in F32.
+/// `quant`'s types (Q8_0 or F16 where a row is not whole blocks of them), norms and biases in F32.
 pub fn safetensors_to_rdrr(
     folder: &Path,
     out_dir: &Path,
@@ -73,19 +74,18 @@ pub fn safetensors_to_rdrr(
         vocab_rows as usize,
     )?;
 
-    let (file_type, matrix_type) = match quant {
-        TargetQuant::Q8_0 => (7, GgmlType::Q8_0),
-        TargetQuant::F16 => (1, GgmlType::F16),
-    };
     let folder_name = folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     let mut metadata = vec![
         ("general.architecture".to_string(), MetadataValue::String(config.architecture.to_string())),
         ("general.name".to_string(), MetadataValue::String(folder_name)),
-        ("general.file_type".to_string(), MetadataValue::U32(file_type)),
+        ("general.file_type".to_string(), MetadataValue::U32(quant.file_type())),
     ];
     metadata.extend(config.metadata.iter().cloned());
     metadata.extend(tokenizer);
 
+    // Refused before writing rather than when the disk fills.
+    let elements: u64 = tensors.iter().map(|t| t.shape.iter().product::<u64>()).sum();
+    ensure_free_space(out_dir, quant.max_bytes(elements))?;
     let mut files = paths
         .iter()
         .map(|path| File::open(path).map_err(ConvertError::io(path)))
@@ -94,12 +94,7 @@ pub fn safetensors_to_rdrr(
     let mut done = 0u64;
     let mut writer = RdrrWriter::create(out_dir, shard_limit)?;
     for tensor in &tensors {
-        let row_len = *tensor.shape.last().expect("shapes have a dimension");
-        let ty = match tensor.shape.len() {
-            2 if matrix_type == GgmlType::Q8_0 && !row_len.is_multiple_of(32) => GgmlType::F16,
-            2 => matrix_type,
-            _ => GgmlType::F32,
-        };
+        let ty = quant.tensor_type(&tensor.name, &tensor.shape, config.n_layers, config.tied_embeddings);
         let dims: Vec<u64> = tensor.shape.iter().rev().copied().collect();
         let permute_heads = config.permuted_heads(&tensor.name);
         let file = &mut files[tensor.file];

@@ -12,3 +12,4 @@ pub use client::{HubClient, OpenedFile};
 pub use config::{HubConfig, DEFAULT_ENDPOINT, ENDPOINT_ENV, TOKEN_ENV};
 pub use error::HubError;
 pub use listing::{HubModel, RepoFile};
+pub(crate) use repo_path::{check_revision, repo_segments};

@@ -3,17 +3,19 @@
 
 mod error;
 
-use std::time::Duration;
+use std::{path::Path, time::Duration};
 
 use doppler_engine::store::{
     check_model_name, ensure_free_space, model_name_from_file, InstalledModel, ModelStore, StoreError,
+    VerifiedFile,
 };
 
 pub use error::PullError;
 
 use crate::{
     download::{
-        download_file, part_path, state_path, CancelToken, RateMeter, RemoteFile, RetryPolicy, TransferEvent,
+        download_file, part_path, state_path, CancelToken, DownloadError, RateMeter, RemoteFile, RetryPolicy,
+        TransferEvent,
     },
     hub::HubClient,
     quant::{gguf_choices, GgufChoice},
@@ -122,40 +124,13 @@ pub fn pull(
         })
         .collect();
     let dir = store.downloads_dir();
-    let on_disk =
-        |remote: &RemoteFile| std::fs::metadata(part_path(&dir, remote)).map_or(0, |metadata| metadata.len());
-    let already: u64 = remotes.iter().map(|remote| on_disk(remote).min(remote.file.size)).sum();
-    ensure_free_space(&dir, choice.size.saturating_sub(already))?;
+    ensure_free_space(&dir, bytes_to_fetch(&dir, &remotes))?;
     on_event(PullEvent::Chosen {
         name: name.clone(),
         files: choice.files.iter().map(|file| file.path.clone()).collect(),
         total: choice.size,
     });
-
-    let mut meter = RateMeter::new();
-    let mut finished_bytes = 0u64;
-    let mut verified = Vec::with_capacity(remotes.len());
-    for remote in &remotes {
-        let mut on_transfer = |event: TransferEvent| match event {
-            TransferEvent::Resumed { file, from } => on_event(PullEvent::Resumed { file, from }),
-            TransferEvent::Received { received, done, .. } => {
-                meter.add(received);
-                let done = finished_bytes + done;
-                on_event(PullEvent::Progress {
-                    done,
-                    total: choice.size,
-                    bytes_per_second: meter.bytes_per_second(),
-                    eta: meter.eta(choice.size.saturating_sub(done)),
-                });
-            }
-            TransferEvent::Restarted { .. } => {}
-            TransferEvent::Retrying { file, attempt, wait, reason } => {
-                on_event(PullEvent::Retrying { file, attempt, wait, reason })
-            }
-        };
-        verified.push(download_file(client, remote, &dir, policy, cancel, &mut on_transfer)?);
-        finished_bytes += remote.file.size;
-    }
+    let verified = download_all(client, &remotes, &dir, policy, cancel, on_event)?;
     on_event(PullEvent::Installing { name: name.clone() });
     let source = format!("hf:{}@{}/{}", request.repo, request.revision, choice.files[0].path);
     let installed = store.install_verified(&name, &verified, source)?;
@@ -164,6 +139,51 @@ pub fn pull(
         let _ = std::fs::remove_file(state_path(&file.path));
     }
     Ok(PullOutcome::Installed(installed))
+}
+
+/// The bytes of `remotes` not yet in their part files in `dir`.
+pub(crate) fn bytes_to_fetch(dir: &Path, remotes: &[RemoteFile]) -> u64 {
+    let on_disk =
+        |remote: &RemoteFile| std::fs::metadata(part_path(dir, remote)).map_or(0, |metadata| metadata.len());
+    remotes.iter().map(|remote| remote.file.size.saturating_sub(on_disk(remote))).sum()
+}
+
+/// Downloads `remotes` into `dir` one after another, each resuming what an earlier run left,
+/// with progress over them all; the finished files stay in `dir`.
+pub(crate) fn download_all(
+    client: &HubClient,
+    remotes: &[RemoteFile],
+    dir: &Path,
+    policy: &RetryPolicy,
+    cancel: &CancelToken,
+    on_event: &mut dyn FnMut(PullEvent),
+) -> Result<Vec<VerifiedFile>, DownloadError> {
+    let total: u64 = remotes.iter().map(|remote| remote.file.size).sum();
+    let mut meter = RateMeter::new();
+    let mut finished_bytes = 0u64;
+    let mut verified = Vec::with_capacity(remotes.len());
+    for remote in remotes {
+        let mut on_transfer = |event: TransferEvent| match event {
+            TransferEvent::Resumed { file, from } => on_event(PullEvent::Resumed { file, from }),
+            TransferEvent::Received { received, done, .. } => {
+                meter.add(received);
+                let done = finished_bytes + done;
+                on_event(PullEvent::Progress {
+                    done,
+                    total,
+                    bytes_per_second: meter.bytes_per_second(),
+                    eta: meter.eta(total.saturating_sub(done)),
+                });
+            }
+            TransferEvent::Restarted { .. } => {}
+            TransferEvent::Retrying { file, attempt, wait, reason } => {
+                on_event(PullEvent::Retrying { file, attempt, wait, reason })
+            }
+        };
+        verified.push(download_file(client, remote, dir, policy, cancel, &mut on_transfer)?);
+        finished_bytes += remote.file.size;
+    }
+    Ok(verified)
 }
 
 fn choose(repo: &str, choices: Vec<GgufChoice>, selection: &Selection) -> Result<GgufChoice, PullError> {

@@ -8,6 +8,7 @@ use super::AppPaths;
 use crate::core::{
     backends::{OsKeychain, RemoteBackends, SharedKeyStore},
     chat::ChatService,
+    conversions::ConversionService,
     downloads::{adapter_memory, DownloadService},
     engine::{EngineWorker, MAX_WAITING_REPLIES},
     models::ModelCatalog,
@@ -25,6 +26,7 @@ pub struct AppState {
     pub models: ModelCatalog,
     pub profiler: Arc<ProfilerService>,
     pub downloads: Arc<DownloadService>,
+    pub conversions: Arc<ConversionService>,
     pub backends: Arc<RemoteBackends>,
     pub server: Arc<ServerService>,
     /// Told to the user once the window is up.
@@ -97,6 +99,11 @@ impl AppState {
         );
         // Downloads the last run was doing go on, from the bytes they have.
         downloads.resume_interrupted();
+        let conversions = ConversionService::new(
+            HubConfig::from_env(),
+            store.as_ref().map(ModelStore::clone).map_err(ToString::to_string),
+            RetryPolicy::default(),
+        );
         let models = ModelCatalog::new(store, worker.clone());
         if let Some(reason) = models.unavailable_reason() {
             notices.push(StartupNotice::ModelStoreUnavailable { reason: reason.to_string() });
@@ -120,6 +127,7 @@ impl AppState {
             worker,
             models,
             downloads,
+            conversions,
             notices,
         })
     }

@@ -88,6 +88,8 @@ pub struct RepoView {
     pub context_len: u32,
     /// Smallest first; a choice's fields are in the store crate's snake_case.
     pub choices: Vec<AssessedChoice>,
+    /// The repository holds a safetensors model that converts to RDRR.
+    pub convertible: bool,
 }
 
 /// A curated chat model the Hub has, for this machine.

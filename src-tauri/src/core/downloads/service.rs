@@ -9,6 +9,7 @@ use std::{
 
 use doppler_engine::{gpu::GpuOptions, store::ModelStore};
 use doppler_store::{
+    convert::is_convertible,
     download::{part_path, state_path, CancelToken, DownloadError, RemoteFile, RetryPolicy},
     hub::{HubClient, HubConfig, HubError, HubModel},
     pull,
@@ -133,6 +134,7 @@ impl DownloadService {
             memory,
             context_len: session.context_len,
             choices: assess_choices(gguf_choices(&files), memory.budget, &session),
+            convertible: is_convertible(&files),
         })
     }
 

@@ -61,7 +61,8 @@ impl ModelCatalog {
                 id: model.manifest.name.clone(),
                 architecture: model.manifest.architecture.clone(),
                 quantization: model.manifest.quantization.clone(),
-                file_size: model.manifest.size,
+                // Every file: an RDRR model's shards and a split GGUF's parts too.
+                file_size: model.manifest.files().iter().map(|file| file.size).sum(),
                 is_default: defaults.iter().any(|default| default.name == model.manifest.name),
                 state: states.get(&model.manifest.name).cloned(),
             })

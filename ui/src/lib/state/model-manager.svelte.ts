@@ -1,6 +1,16 @@
 // The model manager: Hub search, a repository's quantizations with fit badges, the downloads
-// list (kept by the app across restarts, changes pushed over a channel) and recommendations.
-import { api, errorMessage, type Download, type Fit, type HubModel, type Recommendation, type RepoView } from '../api';
+// list (kept by the app across restarts, changes pushed over a channel), conversions of
+// safetensors repositories to RDRR (changes pushed the same way) and recommendations.
+import {
+  api,
+  errorMessage,
+  type Conversion,
+  type Download,
+  type Fit,
+  type HubModel,
+  type Recommendation,
+  type RepoView,
+} from '../api';
 import { models } from './models.svelte';
 import { toasts } from './toasts.svelte';
 
@@ -17,6 +27,11 @@ export function fitLabel(fit: Fit | null): string {
   }
 }
 
+/** Whether `text` names a Hub repository (`owner/name`), which can be opened without a search. */
+export function isRepoId(text: string): boolean {
+  return /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/.test(text.trim());
+}
+
 /** Seconds left as people say it: `45 s`, `3 min`, `1 h 20 min`. */
 export function formatEta(seconds: number | null): string {
   if (seconds === null || !Number.isFinite(seconds)) return '';
@@ -24,6 +39,29 @@ export function formatEta(seconds: number | null): string {
   const minutes = Math.round(seconds / 60);
   if (minutes < 60) return `${minutes} min`;
   return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+/** A download or a conversion: a job that ends with a model installed, or failed. */
+type Job = { id: number; status: string; modelId: string | null; message: string | null };
+
+/** Puts `job` in `list` in place of its earlier state. When it has just finished, the models
+ * list is read again (the model can be loaded); a new end is told in a toast if `announce`. */
+function takeChange<T extends Job>(
+  list: T[],
+  job: T,
+  announce: boolean,
+  words: { installed: string; failed: string; name: string },
+) {
+  const index = list.findIndex((known) => known.id === job.id);
+  const before = index >= 0 ? list[index] : null;
+  if (index >= 0) list[index] = job;
+  else list.push(job);
+  if (job.status === 'done' && before?.status !== 'done') {
+    void models.refresh();
+    if (announce) toasts.show('info', words.installed, job.modelId ?? words.name);
+  } else if (announce && job.status === 'failed' && before?.status !== 'failed') {
+    toasts.show('error', words.failed, job.message ?? '');
+  }
 }
 
 class ModelManager {
@@ -37,9 +75,11 @@ class ModelManager {
   repoError = $state<string | null>(null);
 
   downloads = $state<Download[]>([]);
+  conversions = $state<Conversion[]>([]);
   /** null until asked; empty when the Hub is unreachable. */
   recommendations = $state<Recommendation[] | null>(null);
   private watching = false;
+  private watchingConversions = false;
   private searchSeq = 0;
 
   /** Starts receiving download changes (once) and takes the list as the app has it. */
@@ -57,15 +97,45 @@ class ModelManager {
 
   /** Takes a change of one download; a newly installed model joins the models list. */
   apply(download: Download, announce = true) {
-    const index = this.downloads.findIndex((known) => known.id === download.id);
-    const before = index >= 0 ? this.downloads[index] : null;
-    if (index >= 0) this.downloads[index] = download;
-    else this.downloads.push(download);
-    if (download.status === 'done' && before?.status !== 'done') {
-      void models.refresh();
-      if (announce) toasts.show('info', 'Model installed', download.modelId ?? download.label);
-    } else if (announce && download.status === 'failed' && before?.status !== 'failed') {
-      toasts.show('error', `Downloading ${download.label} failed`, download.message ?? '');
+    takeChange(this.downloads, download, announce, {
+      installed: 'Model installed',
+      failed: `Downloading ${download.label} failed`,
+      name: download.label,
+    });
+  }
+
+  /** Starts receiving conversion changes (once) and takes the list as the app has it. */
+  async watchConversions() {
+    if (this.watchingConversions) return;
+    this.watchingConversions = true;
+    try {
+      const list = await api.watchConversions((conversion) => this.applyConversion(conversion));
+      for (const conversion of list) this.applyConversion(conversion, false);
+    } catch (error) {
+      this.watchingConversions = false;
+      toasts.show('error', 'Could not read the conversions', errorMessage(error));
+    }
+  }
+
+  /** Takes a change of one conversion; a converted model joins the models list. */
+  applyConversion(conversion: Conversion, announce = true) {
+    takeChange(this.conversions, conversion, announce, {
+      installed: 'Model converted',
+      failed: `Converting ${conversion.repo} failed`,
+      name: conversion.repo,
+    });
+  }
+
+  /** The latest conversion of `repo`, if any. */
+  conversionOf(repo: string): Conversion | undefined {
+    return this.conversions.findLast((conversion) => conversion.repo === repo);
+  }
+
+  async convert(repo: string, quant: string) {
+    try {
+      this.applyConversion(await api.startConversion(repo, quant), false);
+    } catch (error) {
+      toasts.show('error', `Could not convert ${repo}`, errorMessage(error));
     }
   }
 

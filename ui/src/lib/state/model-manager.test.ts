@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 
-import type { Download } from '../api';
+import type { Conversion, Download } from '../api';
 
 const api = vi.hoisted(() => ({
   watchDownloads: vi.fn(),
@@ -11,13 +11,15 @@ const api = vi.hoisted(() => ({
   resumeDownload: vi.fn(),
   cancelDownload: vi.fn(),
   recommendedModels: vi.fn(),
+  watchConversions: vi.fn(),
+  startConversion: vi.fn(),
 }));
 const models = vi.hoisted(() => ({ refresh: vi.fn(), installed: [] as { id: string }[] }));
 
 vi.mock('../api', async (importOriginal) => ({ ...(await importOriginal<typeof import('../api')>()), api }));
 vi.mock('./models.svelte', () => ({ models }));
 
-const { fitLabel, formatEta, modelManager } = await import('./model-manager.svelte');
+const { fitLabel, formatEta, isRepoId, modelManager } = await import('./model-manager.svelte');
 
 function download(overrides: Partial<Download> = {}): Download {
   return {
@@ -107,10 +109,49 @@ describe('model manager state', () => {
     api.repoFiles.mockRejectedValueOnce('org/gated needs access (HTTP 401)');
     await modelManager.openRepo('org/gated');
     expect(modelManager.repoError).toMatch(/needs access/);
-    api.repoFiles.mockResolvedValueOnce({ repo: 'org/Tiny-GGUF', memory: { budget: 1e9, tier: 'cpu', kvF16: true }, contextLen: 8192, choices: [] });
+    api.repoFiles.mockResolvedValueOnce({ repo: 'org/Tiny-GGUF', memory: { budget: 1e9, tier: 'cpu', kvF16: true }, contextLen: 8192, choices: [], convertible: false });
     await modelManager.openRepo('org/Tiny-GGUF');
     expect(modelManager.repoError).toBeNull();
     expect(modelManager.repo?.repo).toBe('org/Tiny-GGUF');
+  });
+
+  it('converts a repository, following its changes until the model is installed', async () => {
+    const conversion = (overrides: Partial<Conversion> = {}): Conversion => ({
+      id: 1,
+      repo: 'org/Tiny',
+      quant: 'Q4_K_M',
+      status: 'downloading',
+      done: 0,
+      total: 0,
+      modelId: null,
+      message: null,
+      ...overrides,
+    });
+    let push: (conversion: Conversion) => void = () => {};
+    api.watchConversions.mockImplementation(async (onChange: (conversion: Conversion) => void) => {
+      push = onChange;
+      return [conversion({ id: 0, repo: 'org/Other', status: 'failed', message: 'no tokenizer.json' })];
+    });
+    api.startConversion.mockResolvedValue(conversion());
+    await modelManager.watchConversions();
+    expect(modelManager.conversionOf('org/Other')?.status).toBe('failed');
+
+    await modelManager.convert('org/Tiny', 'Q4_K_M');
+    expect(api.startConversion).toHaveBeenCalledWith('org/Tiny', 'Q4_K_M');
+    push(conversion({ status: 'converting', done: 50, total: 100 }));
+    expect(modelManager.conversionOf('org/Tiny')?.done).toBe(50);
+    expect(models.refresh).not.toHaveBeenCalled();
+    push(conversion({ status: 'done', done: 100, total: 100, modelId: 'tiny-rdrr' }));
+    expect(models.refresh).toHaveBeenCalledTimes(1);
+    expect(modelManager.conversionOf('org/Tiny')?.modelId).toBe('tiny-rdrr');
+    expect(modelManager.conversions).toHaveLength(2);
+  });
+
+  it('knows a repository id from a search', () => {
+    expect(isRepoId('Qwen/Qwen3-0.6B')).toBe(true);
+    expect(isRepoId(' org/model ')).toBe(true);
+    expect(isRepoId('gemma 3')).toBe(false);
+    expect(isRepoId('a/b/c')).toBe(false);
   });
 
   it('has no recommendations offline, without an error', async () => {
