@@ -34,10 +34,7 @@ class ModelContext {
       const setting = await api.setModelContext(modelId, contextLen);
       this.setting = setting;
       const state = models.installed.find((model) => model.id === modelId)?.state;
-      if (state?.state === 'loaded' && state.info.context_len !== setting.contextLen) {
-        await models.unload(modelId);
-        await models.load(modelId);
-      }
+      if (state?.state === 'loaded' && state.info.context_len !== setting.contextLen) await models.reload(modelId);
     } catch (error) {
       toasts.show('error', `Could not change ${modelId}'s context`, errorMessage(error));
     } finally {

@@ -3,7 +3,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ContextSetting, InstalledModel } from '../api';
 
 const api = vi.hoisted(() => ({ modelContext: vi.fn(), setModelContext: vi.fn() }));
-const models = vi.hoisted(() => ({ installed: [] as InstalledModel[], unload: vi.fn(), load: vi.fn() }));
+const models = vi.hoisted(() => ({ installed: [] as InstalledModel[], reload: vi.fn() }));
 const toasts = vi.hoisted(() => ({ show: vi.fn() }));
 
 vi.mock('../api', async (importOriginal) => ({ ...(await importOriginal<typeof import('../api')>()), api }));
@@ -50,8 +50,7 @@ describe('choosing a context', () => {
     api.setModelContext.mockResolvedValue(setting());
     await modelContext.choose('tiny', 4096);
     expect(api.setModelContext).toHaveBeenCalledWith('tiny', 4096);
-    expect(models.unload).toHaveBeenCalledWith('tiny');
-    expect(models.load).toHaveBeenCalledWith('tiny');
+    expect(models.reload).toHaveBeenCalledWith('tiny');
     expect(modelContext.setting?.contextLen).toBe(4096);
   });
 
@@ -60,8 +59,7 @@ describe('choosing a context', () => {
     await modelContext.choose('tiny', 4096);
     models.installed = [loadedWith(4096)];
     await modelContext.choose('tiny', 4096);
-    expect(models.unload).not.toHaveBeenCalled();
-    expect(models.load).not.toHaveBeenCalled();
+    expect(models.reload).not.toHaveBeenCalled();
   });
 
   it('shows why a choice could not be saved', async () => {
