@@ -24,6 +24,8 @@ const COMMANDS: &[&str] = &[
     "fetch_default_model",
     "import_model_file",
     "remove_model",
+    "model_context",
+    "set_model_context",
     "watch_profiler",
     "adapter_facts",
     "profiler_memory",

@@ -77,6 +77,8 @@ pub fn run() {
             core::models::commands::fetch_default_model,
             core::models::commands::import_model_file,
             core::models::commands::remove_model,
+            core::models::commands::model_context,
+            core::models::commands::set_model_context,
             core::profiler::commands::watch_profiler,
             core::profiler::commands::adapter_facts,
             core::profiler::commands::profiler_memory,

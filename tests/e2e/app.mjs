@@ -101,6 +101,15 @@ export async function screenshot(driver, name) {
 
 export const byTestId = (id) => By.css(`[data-testid="${id}"]`);
 
+// Loading the model compiles its GPU pipelines, and lavapipe decodes on the CPU: generous limits.
+export const MODEL_READY_MS = 240_000;
+
+/** Waits until the model picker says the active model is loaded (at startup: the default one). */
+export async function waitForModel(driver) {
+  const picker = await find(driver, byTestId('model-picker-button'), 30_000);
+  await driver.wait(async () => (await picker.getAttribute('data-status')) === 'ready', MODEL_READY_MS, 'the model loads');
+}
+
 export async function find(driver, locator, timeoutMs = 15_000) {
   const element = await driver.wait(until.elementLocated(locator), timeoutMs, `waiting for ${locator}`);
   await driver.wait(until.elementIsVisible(element), timeoutMs, `waiting for ${locator} to show`);

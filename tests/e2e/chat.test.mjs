@@ -6,10 +6,9 @@ import { after, before, test } from 'node:test';
 
 import { By } from 'selenium-webdriver';
 
-import { byTestId, click, find, killApp, launchApp, quitApp, screenshot, startDriver, textOf, waitForText } from './app.mjs';
+import { byTestId, click, find, killApp, launchApp, quitApp, screenshot, startDriver, textOf, waitForModel, waitForText } from './app.mjs';
 
-// Loading the model compiles its GPU pipelines, and lavapipe decodes on the CPU: generous limits.
-const MODEL_READY_MS = 240_000;
+// Lavapipe decodes on the CPU: generous limits.
 const TOKENS_MS = 180_000;
 const PROMPT = 'Write a long story about a lighthouse keeper who finds a mysterious map. Describe every day of his journey in detail.';
 const FOLLOW_UP = 'Now tell me about the sea, at length.';
@@ -25,11 +24,6 @@ before(async () => {
 after(() => {
   tauriDriver?.kill();
 });
-
-async function waitForModel(driver) {
-  const picker = await find(driver, byTestId('model-picker-button'), 30_000);
-  await driver.wait(async () => (await picker.getAttribute('data-status')) === 'ready', MODEL_READY_MS, 'the default model loads at startup');
-}
 
 async function openConversation(driver, title) {
   const item = await find(driver, By.xpath(`//li[@data-testid="conversation-item"]//button[@title=${JSON.stringify(title)}]`));

@@ -6,10 +6,8 @@ import { after, before, test } from 'node:test';
 
 import { By } from 'selenium-webdriver';
 
-import { byTestId, click, find, launchApp, quitApp, screenshot, startDriver, textOf, waitForText } from './app.mjs';
+import { byTestId, click, find, launchApp, quitApp, screenshot, startDriver, textOf, waitForModel, waitForText } from './app.mjs';
 
-// Loading the model compiles its GPU pipelines, and lavapipe decodes on the CPU: generous limits.
-const MODEL_READY_MS = 240_000;
 // One decode step in 32 is timed: the table fills after a few dozen tokens.
 const PROFILE_MS = 180_000;
 const PROMPT = 'Tell me a long story about a clockmaker who repairs the clocks of a whole city, one street at a time.';
@@ -29,8 +27,7 @@ after(() => {
 test('the profiler shows live kernel timings, speed and memory during a reply', async () => {
   const driver = await launchApp();
   try {
-    const picker = await find(driver, byTestId('model-picker-button'), 30_000);
-    await driver.wait(async () => (await picker.getAttribute('data-status')) === 'ready', MODEL_READY_MS, 'the default model loads at startup');
+    await waitForModel(driver);
 
     await click(driver, byTestId('new-chat'));
     await (await find(driver, byTestId('composer-input'))).sendKeys(PROMPT);

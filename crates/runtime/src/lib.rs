@@ -3,15 +3,14 @@
 //! queue that callers can see. The app, the CLI and the server share it; generations are
 //! keyed by whatever the caller calls them (a conversation, an HTTP request).
 
-#[cfg(feature = "fault-injection")]
-mod fault_injection;
 mod job_queue;
 mod model_states;
 mod requests;
 mod worker;
 
+/// Tests only: the faults `EngineWorker::inject_fault` produces on the worker's device.
 #[cfg(feature = "fault-injection")]
-pub use fault_injection::InjectedFault;
+pub use doppler_engine::gpu::GpuFault as InjectedFault;
 pub use job_queue::{GenerationId, QueueFull, QueueView, QueuedGeneration};
 pub use model_states::ModelState;
 pub use requests::{

@@ -257,7 +257,7 @@ impl WorkerThread {
                 #[cfg(feature = "fault-injection")]
                 Job::InjectFault(fault) => {
                     if let Some(engine) = &self.engine {
-                        crate::fault_injection::inject(engine, fault);
+                        engine.gpu().inject_fault(fault);
                     }
                     queue.finish_running();
                 }

@@ -1,19 +1,27 @@
-//! A lost GPU device does not need a restart: the worker drops the models that were on it,
-//! opens a fresh device, and loads each again on its next generation. Lavapipe, tiny fixture.
+//! GPU faults do not need a restart. A lost device: the worker drops the models that were on
+//! it, opens a fresh device, and loads each again on its next generation. A refused submit
+//! fails its generation and the next one runs as before; out of memory while loading fails
+//! that load and the next load works. Lavapipe, tiny fixture.
 
 use std::{path::Path, sync::mpsc};
 
-use doppler_engine::{EngineOptions, GenerateOptions, SamplingParams};
+use doppler_engine::{
+    gpu::GpuError, EngineOptions, GenerateError, GenerateOptions, GenerationSummary, SamplingParams,
+};
 use doppler_runtime::{
-    EngineWorker, GenerationObserver, GenerationOutcome, GenerationRequest, InjectedFault, LoadRequest,
-    ModelState, Prompt,
+    EngineWorker, GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest, InjectedFault,
+    LoadFailure, LoadRequest, ModelState, Prompt,
 };
 
 const MODEL: &str = "llama3-fixture";
 
 fn load_request() -> LoadRequest {
+    load_request_as(MODEL)
+}
+
+fn load_request_as(model_id: &str) -> LoadRequest {
     LoadRequest {
-        model_id: MODEL.into(),
+        model_id: model_id.into(),
         path: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf/llama3/model.gguf"),
         context_len: Some(128),
     }
@@ -32,9 +40,13 @@ impl GenerationObserver for Outcome {
 }
 
 fn generate(worker: &EngineWorker<u32>) -> GenerationOutcome {
+    generate_with(worker, MODEL)
+}
+
+fn generate_with(worker: &EngineWorker<u32>, model_id: &str) -> GenerationOutcome {
     let (sender, outcome) = mpsc::channel();
     let request = GenerationRequest {
-        model_id: MODEL.into(),
+        model_id: model_id.into(),
         owner: "test".into(),
         key: 0,
         prompt: Prompt::Text("Hello there".into()),
@@ -50,8 +62,12 @@ fn generate(worker: &EngineWorker<u32>) -> GenerationOutcome {
 }
 
 fn generated_tokens(outcome: GenerationOutcome) -> usize {
+    finished(outcome).generated_tokens
+}
+
+fn finished(outcome: GenerationOutcome) -> GenerationSummary {
     match outcome {
-        GenerationOutcome::Finished(summary) => summary.generated_tokens,
+        GenerationOutcome::Finished(summary) => summary,
         GenerationOutcome::CancelledWhileQueued => panic!("cancelled while queued"),
         GenerationOutcome::Failed(failure) => panic!("failed: {failure}"),
     }
@@ -73,4 +89,40 @@ fn a_lost_device_is_opened_again_and_the_model_reloads_on_its_next_generation() 
     );
     // And the recovered device keeps working.
     assert_eq!(generated_tokens(generate(&worker)), before);
+}
+
+#[test]
+fn a_refused_submit_fails_one_generation_and_the_next_runs_as_before() {
+    let worker = EngineWorker::<u32>::spawn(EngineOptions::default(), 4);
+    worker.load_and_wait(load_request()).expect("the fixture loads");
+    let before = finished(generate(&worker)).tokens;
+
+    worker.inject_fault(InjectedFault::FailSubmit { after: 0 });
+    match generate(&worker) {
+        GenerationOutcome::Failed(GenerationFailure::Engine(GenerateError::Gpu(GpuError::Validation {
+            ..
+        }))) => {}
+        GenerationOutcome::Failed(failure) => panic!("not a refused submit: {failure}"),
+        _ => panic!("the generation ran despite the refused submit"),
+    }
+    assert!(matches!(worker.model_states().get(MODEL), Some(ModelState::Loaded { .. })));
+    assert_eq!(finished(generate(&worker)).tokens, before);
+}
+
+#[test]
+fn out_of_memory_while_loading_fails_that_load_and_the_next_load_works() {
+    let worker = EngineWorker::<u32>::spawn(EngineOptions::default(), 4);
+    worker.load_and_wait(load_request()).expect("the fixture loads");
+    let second = "second-copy";
+
+    worker.inject_fault(InjectedFault::OutOfMemory { after: 0 });
+    let Err(LoadFailure::Model(reason)) = worker.load_and_wait(load_request_as(second)) else {
+        panic!("the load ran despite the full GPU");
+    };
+    assert!(reason.contains("out of GPU memory") && reason.contains("token_embd.weight"), "{reason}");
+    assert!(matches!(worker.model_states().get(second), Some(ModelState::Failed { .. })));
+    // The model loaded before is untouched, and the next load works.
+    generated_tokens(generate(&worker));
+    worker.load_and_wait(load_request_as(second)).expect("the next load works");
+    generated_tokens(generate_with(&worker, second));
 }

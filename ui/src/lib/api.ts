@@ -114,6 +114,8 @@ export type AppSettings = {
   theme: Theme;
   lastModelId: string | null;
   conversationDefaults: ConversationSettings;
+  /** The context each model loads with, by model id, where one was chosen. */
+  modelContexts: Record<string, number>;
 };
 
 export type StartupNotice =
@@ -134,6 +136,19 @@ export type Fit = 'fits' | 'tight' | 'too-big';
 export type MemoryTier = 'dedicated-large' | 'dedicated-small' | 'unified' | 'cpu';
 /** What a model takes on the GPU (the engine's snake_case). */
 export type MemoryFootprint = { weights: number; kv_cache: number; scratch: number };
+
+/** A model's context setting: what its loads use, the bounds from its metadata, the memory it takes. */
+export type ContextSetting = {
+  modelId: string;
+  contextLen: number;
+  /** null: the default. */
+  chosen: number | null;
+  defaultLen: number;
+  minLen: number;
+  maxLen: number;
+  footprint: MemoryFootprint;
+  budget: number | null;
+};
 
 /** A repository's GGUF model with its estimated footprint (the store crate's snake_case). */
 export type AssessedChoice = {
@@ -244,6 +259,9 @@ export const api = {
   listModels: () => invoke<ModelList>('list_models'),
   loadModel: (modelId: string, onEvent: (e: LoadEvent) => void) => invoke<void>('load_model', { modelId, onEvent: channel(onEvent) }),
   unloadModel: (modelId: string) => invoke<void>('unload_model', { modelId }),
+  modelContext: (modelId: string) => invoke<ContextSetting>('model_context', { modelId }),
+  setModelContext: (modelId: string, contextLen: number | null) =>
+    invoke<ContextSetting>('set_model_context', { modelId, contextLen }),
   fetchDefaultModel: (modelId: string, onProgress: (p: FetchProgress) => void) =>
     invoke<void>('fetch_default_model', { modelId, onProgress: channel(onProgress) }),
   importModelFile: () => invoke<string | null>('import_model_file'),

@@ -178,7 +178,7 @@ impl Session {
         };
         self.graph.prefill.encode(&mut encoder, n_tokens, self.profiler.as_ref().or(sampled));
         encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readbacks[0], 0, 4);
-        ctx.queue.submit([encoder.finish()]);
+        ctx.submit("prefill step", encoder);
         let bytes = ctx.map_and_read(&self.readbacks[0], 4)?;
         if let Some(profiler) = &self.profiler {
             self.last_timings = profiler.read(&ctx)?;
@@ -316,7 +316,7 @@ impl Session {
                 4,
             );
         }
-        ctx.queue.submit([encoder.finish()])
+        ctx.submit("decode steps", encoder)
     }
 
     /// Waits for `submission` and reads the tokens of its `steps` steps from `readback` (and

@@ -49,11 +49,12 @@ const GPU_WAIT_TIMEOUT: Duration = Duration::from_secs(300);
 const MAP_CALLBACK_POLL_INTERVAL: Duration = Duration::from_millis(2);
 
 /// What wgpu reports outside error scopes: a lost device, and errors no scope caught (wgpu's
-/// default handler would panic on those).
+/// default handler would panic on those); and what a submit's own scope caught, reported at
+/// the next wait on the device.
 #[derive(Debug, Default)]
 struct DeviceHealth {
     lost: Mutex<Option<String>>,
-    uncaught: Mutex<Option<String>>,
+    failed: Mutex<Option<GpuError>>,
 }
 
 impl DeviceHealth {
@@ -62,11 +63,7 @@ impl DeviceHealth {
         let errors = health.clone();
         device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
             tracing::error!(%error, "uncaught GPU error");
-            errors
-                .uncaught
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get_or_insert_with(|| error.to_string());
+            errors.report(GpuError::Uncaught(error.to_string()));
         }));
         let lost = health.clone();
         device.set_device_lost_callback(move |reason, message| {
@@ -74,6 +71,11 @@ impl DeviceHealth {
             *lost.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{reason:?}: {message}"));
         });
         health
+    }
+
+    /// Keeps the first error until `check_health` reports it.
+    fn report(&self, error: GpuError) {
+        self.failed.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(error);
     }
 }
 
@@ -153,6 +155,8 @@ pub struct GpuContext {
     health: Arc<DeviceHealth>,
     /// Staging buffers of weight uploads, while a model loads.
     pub(super) upload_staging: Mutex<Option<UploadStaging>>,
+    #[cfg(feature = "fault-injection")]
+    pub(super) faults: super::fault_injection::ArmedFaults,
 }
 
 /// Vulkan, Metal and DX12 only (`WGPU_BACKEND` overrides): the GL backend lacks the compute
@@ -311,19 +315,44 @@ impl GpuContext {
             pipelines,
             health,
             upload_staging: Mutex::new(None),
+            #[cfg(feature = "fault-injection")]
+            faults: Default::default(),
         }))
     }
 
-    /// An error if the device was lost or an error escaped every scope since the last check
-    /// (which it reports once): work on the device after either cannot be trusted.
+    /// An error if the device was lost, a submit was refused or an error escaped every scope
+    /// since the last check (which it reports once): work on the device after either cannot
+    /// be trusted.
     pub fn check_health(&self) -> Result<(), GpuError> {
         if let Some(reason) = self.health.lost.lock().unwrap_or_else(|e| e.into_inner()).clone() {
             return Err(GpuError::DeviceLost(reason));
         }
-        match self.health.uncaught.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            Some(message) => Err(GpuError::Uncaught(message)),
+        match self.health.failed.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(error) => Err(error),
             None => Ok(()),
         }
+    }
+
+    /// Finishes `encoder` and submits it inside a validation scope: commands wgpu refuses
+    /// (none of which then run) fail the next wait on the device as a validation error of
+    /// `operation`, so whoever waits for the results hears why they never came.
+    pub fn submit(&self, operation: &str, encoder: wgpu::CommandEncoder) -> wgpu::SubmissionIndex {
+        #[cfg(feature = "fault-injection")]
+        let encoder = {
+            let mut encoder = encoder;
+            self.sabotage_if_due(&mut encoder);
+            encoder
+        };
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let submission = self.queue.submit([encoder.finish()]);
+        if let Some(error) = pollster::block_on(validation.pop()) {
+            tracing::error!(%error, operation, "GPU submit refused");
+            self.health.report(GpuError::Validation {
+                operation: operation.to_string(),
+                message: error.to_string(),
+            });
+        }
+        submission
     }
 
     /// Whether the device was lost: nothing on it works any more.
@@ -486,7 +515,7 @@ impl GpuContext {
         let mut encoder =
             self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
-        self.queue.submit([encoder.finish()]);
+        self.submit("readback", encoder);
         self.map_and_read(&staging, size)
     }
 

@@ -2,6 +2,8 @@
 //! weights on the GPU, the per-kernel profiler and memory tiers.
 
 mod context;
+#[cfg(feature = "fault-injection")]
+mod fault_injection;
 mod memory;
 mod op_list;
 mod pipeline_cache;
@@ -13,6 +15,8 @@ mod weights;
 pub use context::{
     list_adapters, AdapterSummary, GpuCapabilities, GpuContext, GpuError, GpuInitError, GpuOptions,
 };
+#[cfg(feature = "fault-injection")]
+pub use fault_injection::GpuFault;
 pub use memory::{AdapterKind, GpuMemory, MemoryKind, MemorySource, MemoryTier};
 pub use op_list::{grid, Dispatch, DispatchSwitch, OpList, WeightBytes, Workgroups};
 pub use pipeline_cache::{PipelineCache, PipelineError};

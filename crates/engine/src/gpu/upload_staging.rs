@@ -56,7 +56,7 @@ impl GpuContext {
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("weight upload") });
             encoder.copy_buffer_to_buffer(buffer, 0, target, index as u64 * STAGING_BYTES, len);
-            staging.copying[slot] = Some(self.queue.submit([encoder.finish()]));
+            staging.copying[slot] = Some(self.submit("weight upload", encoder));
         }
         Ok(())
     }

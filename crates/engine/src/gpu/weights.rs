@@ -4,8 +4,15 @@ use super::{GpuContext, GpuError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WeightUploadError {
-    #[error("tensor '{name}': the GPU could not allocate {bytes} bytes for it (out of GPU memory?)")]
-    Allocation { name: String, bytes: u64 },
+    #[error("tensor '{name}' ({rows} rows of {row_len} {ty} values, {tensor_bytes} bytes): out of GPU memory allocating a buffer of {buffer_bytes} bytes for it")]
+    OutOfMemory {
+        name: String,
+        rows: u64,
+        row_len: u64,
+        ty: &'static str,
+        tensor_bytes: u64,
+        buffer_bytes: u64,
+    },
     #[error("tensor '{name}': one row of {row_bytes} bytes is larger than the GPU's largest storage binding ({max_binding} bytes)")]
     RowTooLarge { name: String, row_bytes: u64, max_binding: u64 },
     #[error("tensor '{name}': {rows} rows of {row_len} {ty} values do not fit the GPU's 32-bit indexing")]
@@ -106,7 +113,17 @@ impl GpuMatrix {
             let chunk_rows = rows_per_chunk.min(rows - first_row);
             let bytes =
                 &data[(first_row * row_bytes) as usize..((first_row + chunk_rows) * row_bytes) as usize];
-            let buffer = upload_padded(ctx, name, bytes)?;
+            let buffer = upload_padded(ctx, name, bytes).map_err(|failure| match failure {
+                UploadFailure::OutOfMemory { buffer_bytes } => WeightUploadError::OutOfMemory {
+                    name: name.into(),
+                    rows,
+                    row_len,
+                    ty,
+                    tensor_bytes: expected,
+                    buffer_bytes,
+                },
+                UploadFailure::Transfer(source) => WeightUploadError::Transfer { name: name.into(), source },
+            })?;
             chunks.push(MatrixChunk { buffer, first_row: first_row as u32, rows: chunk_rows as u32 });
             first_row += chunk_rows;
         }
@@ -171,7 +188,13 @@ impl StackedMatrix {
     }
 }
 
-fn upload_padded(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer, WeightUploadError> {
+/// Why one buffer of a matrix could not be uploaded (its caller names the matrix).
+enum UploadFailure {
+    OutOfMemory { buffer_bytes: u64 },
+    Transfer(GpuError),
+}
+
+fn upload_padded(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer, UploadFailure> {
     // One spare word: unaligned u32 reads of the last block may touch the word after it.
     let size = (bytes.len() as u64).next_multiple_of(4) + 4;
     let out_of_memory = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
@@ -181,10 +204,13 @@ fn upload_padded(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Bu
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
-    if pollster::block_on(out_of_memory.pop()).is_some() {
-        return Err(WeightUploadError::Allocation { name: label.to_string(), bytes: size });
+    let out_of_memory = pollster::block_on(out_of_memory.pop()).is_some();
+    // An injected fault answers as this scope would on a full GPU.
+    #[cfg(feature = "fault-injection")]
+    let out_of_memory = out_of_memory || ctx.allocation_fails_now();
+    if out_of_memory {
+        return Err(UploadFailure::OutOfMemory { buffer_bytes: size });
     }
-    ctx.write_staged(&buffer, bytes)
-        .map_err(|source| WeightUploadError::Transfer { name: label.to_string(), source })?;
+    ctx.write_staged(&buffer, bytes).map_err(UploadFailure::Transfer)?;
     Ok(buffer)
 }

@@ -5,4 +5,4 @@ mod engine;
 mod model_file;
 
 pub use engine::{Engine, EngineOptions, LoadOptions, LoadProgress, LoadedModel, ModelInfo};
-pub use model_file::ModelFile;
+pub use model_file::{ModelFile, DEFAULT_CONTEXT_CAP};

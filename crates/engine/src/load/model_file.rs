@@ -11,7 +11,8 @@ use crate::{
     tokenizer::{ChatTemplate, Tokenizer},
 };
 
-const DEFAULT_CONTEXT_CAP: u32 = 8192;
+/// A session's context when none is asked for: the model's training context, at most this.
+pub const DEFAULT_CONTEXT_CAP: u32 = 8192;
 
 /// A model file whose every part but the weights' upload has been read and checked.
 pub struct ModelFile {

@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::core::storage::{ConversationSettings, Database, StorageError};
@@ -22,6 +24,8 @@ pub struct AppSettings {
     pub last_model_id: Option<String>,
     /// What new conversations start with.
     pub conversation_defaults: ConversationSettings,
+    /// The context each model loads with (tokens), by model id, where the user chose one.
+    pub model_contexts: BTreeMap<String, u32>,
 }
 
 impl AppSettings {

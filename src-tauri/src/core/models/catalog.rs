@@ -1,17 +1,23 @@
-use std::{path::Path, sync::Arc};
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use doppler_engine::store::{
     default_models, fetch_model, FetchError, FetchEvent, InstalledModel, ModelStore, StoreError, WheelSource,
 };
 
 use super::{DefaultModelView, InstalledModelView, ModelList};
-use crate::core::engine::{EngineWorker, LoadObserver, LoadRequest, ModelState};
+use crate::core::{
+    engine::{EngineWorker, LoadObserver, LoadRequest, ModelState},
+    storage::{Database, StorageError},
+};
 
 /// The models on this machine (the engine's model store) and the worker that loads them.
 pub struct ModelCatalog {
     /// The reason when the store cannot be opened (no data directory, permissions…).
     store: Result<ModelStore, String>,
-    worker: Arc<EngineWorker>,
+    pub(super) worker: Arc<EngineWorker>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +32,10 @@ pub enum CatalogError {
     NotADefault(String),
     #[error("'{0}' is loaded; unload it first")]
     Loaded(String),
+    #[error("cannot read the model file {path}: {reason}")]
+    Unreadable { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Settings(#[from] StorageError),
 }
 
 impl From<StoreError> for CatalogError {
@@ -76,14 +86,15 @@ impl ModelCatalog {
         Ok(ModelList { installed, available_defaults })
     }
 
-    /// Queues loading the installed model `model_id`.
+    /// Queues loading the installed model `model_id` with the context its settings give it.
     pub fn load(
         &self,
+        db: &Database,
         model_id: &str,
-        context_len: Option<u32>,
         observer: Box<dyn LoadObserver>,
     ) -> Result<(), CatalogError> {
         let path = self.installed(model_id)?.path;
+        let context_len = self.saved_context(db, model_id, &path)?;
         self.worker.load(LoadRequest { model_id: model_id.to_string(), path, context_len }, observer);
         Ok(())
     }
@@ -128,7 +139,7 @@ impl ModelCatalog {
         Ok(self.store()?.remove(model_id)?)
     }
 
-    fn installed(&self, model_id: &str) -> Result<InstalledModel, CatalogError> {
+    pub(super) fn installed(&self, model_id: &str) -> Result<InstalledModel, CatalogError> {
         let store = self.store()?;
         store.get(model_id)?.ok_or_else(|| {
             StoreError::NotInstalled { name: model_id.to_string(), installed: Vec::new() }.into()

@@ -3,7 +3,7 @@ use std::sync::Arc;
 use doppler_engine::{store::FetchEvent, ModelInfo};
 use tauri::{ipc::Channel, AppHandle, Manager, State};
 
-use super::{FetchProgress, LoadEvent, ModelList};
+use super::{ContextSetting, FetchProgress, LoadEvent, ModelList};
 use crate::core::{
     app::{load_guard, AppSettings, AppState, CommandError},
     engine::{LoadFailure, LoadObserver},
@@ -80,9 +80,28 @@ pub async fn load_model(
     };
     state
         .models
-        .load(&model_id, None, Box::new(observer))
+        .load(&state.db, &model_id, Box::new(observer))
         .inspect_err(|_| end_load_guard(&state.db, &model_id))?;
     Ok(())
+}
+
+/// A model's context setting: the chosen context, its bounds and the memory it takes.
+#[tauri::command]
+pub async fn model_context(
+    state: State<'_, AppState>,
+    model_id: String,
+) -> Result<ContextSetting, CommandError> {
+    Ok(state.models.context_setting(&state.db, &model_id)?)
+}
+
+/// Saves the context a model loads with (`None`: the default); the UI reloads a loaded model.
+#[tauri::command]
+pub async fn set_model_context(
+    state: State<'_, AppState>,
+    model_id: String,
+    context_len: Option<u32>,
+) -> Result<ContextSetting, CommandError> {
+    Ok(state.models.set_context(&state.db, &model_id, context_len)?)
 }
 
 /// Frees a model's GPU memory once the jobs queued before it are done.

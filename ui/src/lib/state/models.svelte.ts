@@ -73,6 +73,17 @@ class Models {
     }
   }
 
+  /** Loads a model again (with the context its settings give it now), keeping it the active one. */
+  async reload(modelId: string) {
+    try {
+      await api.unloadModel(modelId);
+    } catch (error) {
+      toasts.show('error', `Could not unload ${modelId}`, errorMessage(error));
+      return;
+    }
+    await this.load(modelId);
+  }
+
   async unload(modelId: string) {
     try {
       await api.unloadModel(modelId);
