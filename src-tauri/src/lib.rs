@@ -93,6 +93,7 @@ pub fn run() {
             core::downloads::commands::cancel_download,
             core::conversions::commands::watch_conversions,
             core::conversions::commands::start_conversion,
+            core::conversions::commands::cancel_conversion,
             core::backends::commands::list_remote_backends,
             core::backends::commands::add_remote_backend,
             core::backends::commands::remove_remote_backend,

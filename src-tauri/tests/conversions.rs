@@ -1,6 +1,7 @@
 //! The model manager's conversion service against a stand-in Hub on 127.0.0.1 (real sockets,
 //! the real client): a safetensors repository shows as convertible, converts to the picked
-//! quantization with download and conversion progress, and installs a model the store lists.
+//! quantization with download and conversion progress, and installs a model the store lists;
+//! a cancelled conversion installs nothing and the next one resumes its downloads.
 
 #[path = "../../tests/support/hf_folder.rs"]
 mod hf_folder;
@@ -12,18 +13,20 @@ use std::{
     time::{Duration, Instant},
 };
 
-use doppler_app::core::conversions::{Conversion, ConversionService, ConversionStatus};
+use doppler_app::core::conversions::{Conversion, ConversionError, ConversionService, ConversionStatus};
 use doppler_engine::store::ModelStore;
 use doppler_store::{
     convert::is_convertible,
     download::RetryPolicy,
     hub::{HubClient, HubConfig},
 };
-use hub_standin::{HubStandin, StandinFile};
+use hub_standin::{HubStandin, StandinFile, Trickle};
 
 const REPO: &str = "doppler-test/Qwen2-Tiny";
 
-fn standin() -> HubStandin {
+/// The stand-in Hub serving a tiny safetensors repository, with the summed size of the files
+/// besides its weights (those download first).
+fn standin() -> (HubStandin, u64) {
     let folder = tempfile::tempdir().unwrap();
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/hf/qwen2/model.gguf");
     hf_folder::write_hf_folder(std::path::Path::new(fixture), folder.path());
@@ -32,44 +35,68 @@ fn standin() -> HubStandin {
         .into_iter()
         .map(|name| StandinFile::plain(name, read(name)))
         .collect();
+    let small_files: u64 = files.iter().map(|file| file.bytes.len() as u64).sum();
     files.push(StandinFile::new("model.safetensors", read("model.safetensors")));
     let hub = HubStandin::start();
     hub.add_repo(REPO, files);
-    hub
+    (hub, small_files)
 }
 
-#[test]
-fn a_safetensors_repo_converts_with_progress_into_the_store() {
-    let hub = standin();
-    let home = tempfile::tempdir().unwrap();
-    let store = ModelStore::open(home.path()).unwrap();
-    let config = HubConfig::new(&hub.url);
-    assert!(is_convertible(&HubClient::new(config.clone()).unwrap().list_files(REPO, "main").unwrap()));
-
+/// The service with every change it sends to the window collected.
+fn watched_service(
+    config: HubConfig,
+    store: &ModelStore,
+) -> (Arc<ConversionService>, Arc<Mutex<Vec<Conversion>>>) {
     let service = ConversionService::new(config, Ok(store.clone()), RetryPolicy::default());
     let changes = Arc::new(Mutex::new(Vec::<Conversion>::new()));
     let sink = changes.clone();
     assert!(service
         .watch(Box::new(move |conversion| sink.lock().unwrap().push(conversion.clone())))
         .is_empty());
+    (service, changes)
+}
+
+/// The first change of conversion `id` that `wanted` accepts, waiting up to a minute.
+fn wait_for_change(
+    service: &ConversionService,
+    changes: &Mutex<Vec<Conversion>>,
+    id: u64,
+    wanted: impl Fn(&Conversion) -> bool,
+) -> Conversion {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let found = changes.lock().unwrap().iter().find(|change| change.id == id && wanted(change)).cloned();
+        if let Some(found) = found {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "the awaited change did not come: {:?}", service.list());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn ended(conversion: &Conversion) -> bool {
+    matches!(
+        conversion.status,
+        ConversionStatus::Done | ConversionStatus::Failed | ConversionStatus::Cancelled
+    )
+}
+
+#[test]
+fn a_safetensors_repo_converts_with_progress_into_the_store() {
+    let (hub, _) = standin();
+    let home = tempfile::tempdir().unwrap();
+    let store = ModelStore::open(home.path()).unwrap();
+    let config = HubConfig::new(&hub.url);
+    assert!(is_convertible(&HubClient::new(config.clone()).unwrap().list_files(REPO, "main").unwrap()));
+
+    let (service, changes) = watched_service(config, &store);
     assert!(service.start(REPO, "Q2_K").unwrap_err().to_string().contains("Q4_K_M"));
     let started = service.start(REPO, "q4_k_m").unwrap();
     assert_eq!((started.quant.as_str(), started.status), ("Q4_K_M", ConversionStatus::Downloading));
     // Asked again while it runs: the same conversion.
     assert_eq!(service.start(REPO, "Q4_K_M").unwrap().id, started.id);
 
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let finished = loop {
-        let last = changes.lock().unwrap().last().cloned();
-        match last {
-            Some(last) if matches!(last.status, ConversionStatus::Done | ConversionStatus::Failed) => {
-                break last
-            }
-            _ => {}
-        }
-        assert!(Instant::now() < deadline, "the conversion did not finish: {:?}", service.list());
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let finished = wait_for_change(&service, &changes, started.id, ended);
     assert_eq!(finished.status, ConversionStatus::Done, "{:?}", finished.message);
     assert_eq!(finished.model_id.as_deref(), Some("qwen2-tiny-rdrr"));
     let statuses: Vec<ConversionStatus> =
@@ -78,4 +105,42 @@ fn a_safetensors_repo_converts_with_progress_into_the_store() {
     assert!(statuses.contains(&ConversionStatus::Converting), "{statuses:?}");
     let installed = store.get("qwen2-tiny-rdrr").unwrap().expect("installed");
     assert_eq!(installed.manifest.quantization.as_deref(), Some("Q4_K_M"));
+}
+
+#[test]
+fn a_cancelled_conversion_installs_nothing_and_the_next_one_resumes() {
+    let (hub, small_files) = standin();
+    // Slow enough that the weights are still downloading when the cancel comes.
+    hub.set_trickle(Some(Trickle { fast_bytes: 0, chunk: 8 << 10, interval: Duration::from_millis(50) }));
+    let home = tempfile::tempdir().unwrap();
+    let store = ModelStore::open(home.path()).unwrap();
+    let (service, changes) = watched_service(HubConfig::new(&hub.url), &store);
+    assert!(matches!(service.cancel(7), Err(ConversionError::NotFound(7))));
+
+    let started = service.start(REPO, "Q8_0").unwrap();
+    wait_for_change(&service, &changes, started.id, |change| change.done > small_files);
+    service.cancel(started.id).unwrap();
+    let cancelled = wait_for_change(&service, &changes, started.id, ended);
+    assert_eq!(cancelled.status, ConversionStatus::Cancelled, "{:?}", cancelled.message);
+    assert!(cancelled.message.as_deref().is_some_and(|message| message.contains("Cancelled")));
+    assert_eq!(cancelled.model_id, None);
+    assert!(store.list().unwrap().is_empty(), "nothing is installed");
+    assert!(store.get("qwen2-tiny-rdrr").unwrap().is_none());
+    let downloads: Vec<String> = std::fs::read_dir(store.downloads_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(downloads, ["hub-sources"], "the partial downloads stay, no conversion scratch folder");
+    // Cancelling an ended conversion changes nothing.
+    service.cancel(started.id).unwrap();
+    assert_eq!(service.list()[0].status, ConversionStatus::Cancelled);
+
+    hub.set_trickle(None);
+    let again = service.start(REPO, "Q8_0").unwrap();
+    assert_ne!(again.id, started.id);
+    let finished = wait_for_change(&service, &changes, again.id, ended);
+    assert_eq!(finished.status, ConversionStatus::Done, "{:?}", finished.message);
+    assert!(store.get("qwen2-tiny-rdrr").unwrap().is_some());
+    let resumed_weights = hub.range_starts().into_iter().flatten().any(|start| start > 0);
+    assert!(resumed_weights, "the weights' download resumed: {:?}", hub.range_starts());
 }

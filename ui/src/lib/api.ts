@@ -190,7 +190,7 @@ export type Download = {
 
 /** The weight types a conversion offers (the store takes Q6_K too). */
 export const CONVERT_QUANTS = ['Q4_K_M', 'Q8_0', 'F16'] as const;
-export type ConversionStatus = 'downloading' | 'converting' | 'done' | 'failed';
+export type ConversionStatus = 'downloading' | 'converting' | 'done' | 'failed' | 'cancelled';
 /** A Hub repository being converted to RDRR: `done` of `total` bytes of the current step. */
 export type Conversion = {
   id: number;
@@ -278,6 +278,7 @@ export const api = {
   watchConversions: (onChange: (conversion: Conversion) => void) =>
     invoke<Conversion[]>('watch_conversions', { onChange: channel(onChange) }),
   startConversion: (repo: string, quant: string) => invoke<Conversion>('start_conversion', { repo, quant }),
+  cancelConversion: (id: number) => invoke<void>('cancel_conversion', { id }),
   listRemoteBackends: () => invoke<RemoteBackend[]>('list_remote_backends'),
   addRemoteBackend: (backend: NewRemoteBackend) => invoke<RemoteBackend>('add_remote_backend', { backend }),
   removeRemoteBackend: (backendId: string) => invoke<void>('remove_remote_backend', { backendId }),

@@ -57,6 +57,8 @@ pub enum ConvertError {
     MissingRepoFile { repo: String, file: String },
     #[error("{repo}: model.safetensors.index.json names {file}, which the repository does not have")]
     MissingShard { repo: String, file: String },
+    #[error("the conversion was cancelled; nothing was installed")]
+    Cancelled,
     #[error("a GGUF converts with its own weight types; --quant {} applies to safetensors models", quant.name())]
     QuantForGguf { quant: super::TargetQuant },
 }

@@ -126,7 +126,9 @@ pub fn convert_into_store(
 
 /// Downloads the safetensors model of `source` (resuming what an earlier run left), converts
 /// it to `quant` (default Q8_0) and installs it as `name` (default: the repository's name with
-/// `-rdrr`). The downloads are removed once the model is installed.
+/// `-rdrr`). The downloads are removed once the model is installed. Once `cancel` is cancelled
+/// it stops (downloads at their next chunk, conversion at its next tensor) with nothing
+/// installed and the downloads kept, so the next run resumes them.
 #[allow(clippy::too_many_arguments)]
 pub fn convert_repo_into_store(
     client: &HubClient,
@@ -145,9 +147,14 @@ pub fn convert_repo_into_store(
     let quant = quant.unwrap_or(TargetQuant::Q8_0);
     let origin = format!("convert:hf:{}@{}", source.repo, source.revision);
     let installed = write_and_install(store, &name, origin, |out| {
-        safetensors_to_rdrr(&folder, out, quant, MAX_SHARD_BYTES, &mut |progress| {
-            on_event(ConvertEvent::Convert(progress))
-        })
+        safetensors::safetensors_to_rdrr_until_cancelled(
+            &folder,
+            out,
+            quant,
+            MAX_SHARD_BYTES,
+            cancel,
+            &mut |progress| on_event(ConvertEvent::Convert(progress)),
+        )
     })?;
     source.remove_cache(store);
     Ok(installed)

@@ -23,6 +23,7 @@ use super::{
     hf_tokenizer::tokenizer_metadata,
     ConvertError, ConvertProgress, TargetQuant,
 };
+use crate::download::CancelToken;
 
 /// Rows are read, widened to f32 and quantized in pieces of about this many source bytes.
 const CHUNK_BYTES: usize = 8 << 20;
@@ -49,6 +50,19 @@ pub fn safetensors_to_rdrr(
     out_dir: &Path,
     quant: TargetQuant,
     shard_limit: u64,
+    progress: &mut dyn FnMut(ConvertProgress),
+) -> Result<WrittenRdrr, ConvertError> {
+    safetensors_to_rdrr_until_cancelled(folder, out_dir, quant, shard_limit, &CancelToken::new(), progress)
+}
+
+/// [`safetensors_to_rdrr`] that stops with [`ConvertError::Cancelled`] before the next tensor
+/// once `cancel` is cancelled (what it wrote into `out_dir` is left for the caller to remove).
+pub(crate) fn safetensors_to_rdrr_until_cancelled(
+    folder: &Path,
+    out_dir: &Path,
+    quant: TargetQuant,
+    shard_limit: u64,
+    cancel: &CancelToken,
     progress: &mut dyn FnMut(ConvertProgress),
 ) -> Result<WrittenRdrr, ConvertError> {
     let config = HfConfig::parse(&read_json(&folder.join("config.json"))?)?;
@@ -94,6 +108,9 @@ pub fn safetensors_to_rdrr(
     let mut done = 0u64;
     let mut writer = RdrrWriter::create(out_dir, shard_limit)?;
     for tensor in &tensors {
+        if cancel.is_cancelled() {
+            return Err(ConvertError::Cancelled);
+        }
         let ty = quant.tensor_type(&tensor.name, &tensor.shape, config.n_layers, config.tied_embeddings);
         let dims: Vec<u64> = tensor.shape.iter().rev().copied().collect();
         let permute_heads = config.permuted_heads(&tensor.name);

@@ -25,3 +25,9 @@ pub async fn start_conversion(
 ) -> Result<Conversion, CommandError> {
     Ok(state.conversions.start(&repo, &quant)?)
 }
+
+/// Stops conversion `id` (see [`super::ConversionService::cancel`]).
+#[tauri::command]
+pub async fn cancel_conversion(state: State<'_, AppState>, id: u64) -> Result<(), CommandError> {
+    Ok(state.conversions.cancel(id)?)
+}

@@ -11,6 +11,8 @@ pub enum ConversionStatus {
     /// Installed as `Conversion::model_id`.
     Done,
     Failed,
+    /// Stopped by the user: nothing installed, the downloads kept for the next try.
+    Cancelled,
 }
 
 /// A conversion in the list, as the UI shows it.

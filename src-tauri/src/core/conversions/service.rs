@@ -1,4 +1,5 @@
 use std::{
+    collections::HashMap,
     sync::{Arc, Mutex, MutexGuard},
     time::{Duration, Instant},
 };
@@ -24,6 +25,8 @@ pub enum ConversionError {
     StoreUnavailable(String),
     #[error("'{0}' is not a Hub repository id (owner/name)")]
     NotARepo(String),
+    #[error("there is no conversion {0}")]
+    NotFound(u64),
     #[error(transparent)]
     Convert(#[from] ConvertError),
 }
@@ -36,6 +39,8 @@ pub struct ConversionService {
     store: Result<ModelStore, String>,
     policy: RetryPolicy,
     conversions: Mutex<Vec<Conversion>>,
+    /// The running conversions' cancel tokens, by id.
+    running: Mutex<HashMap<u64, CancelToken>>,
     sink: Mutex<Option<Sink>>,
 }
 
@@ -50,6 +55,7 @@ impl ConversionService {
             store,
             policy,
             conversions: Mutex::default(),
+            running: Mutex::default(),
             sink: Mutex::default(),
         })
     }
@@ -90,22 +96,40 @@ impl ConversionService {
             message: None,
         };
         conversions.push(conversion.clone());
+        let id = conversion.id;
+        let cancel = CancelToken::new();
+        // Registered before the list is unlocked, so a cancel can never find the conversion
+        // listed but not yet cancellable.
+        self.running_lock().insert(id, cancel.clone());
         drop(conversions);
         let service = self.clone();
-        let id = conversion.id;
         std::thread::Builder::new()
             .name(format!("convert-{id}"))
-            .spawn(move || service.run(id, &source, target))
+            .spawn(move || service.run(id, &source, target, &cancel))
             .expect("a conversion thread starts");
         Ok(conversion)
     }
 
-    fn run(&self, id: u64, source: &HubSource, quant: TargetQuant) {
+    /// Asks conversion `id` to stop: it ends as `Cancelled` at its next download chunk or
+    /// tensor, with nothing installed and its downloads kept (converting again resumes them).
+    /// A conversion that has already ended stays as it is.
+    pub fn cancel(&self, id: u64) -> Result<(), ConversionError> {
+        if let Some(cancel) = self.running_lock().get(&id) {
+            cancel.cancel();
+            return Ok(());
+        }
+        if self.lock().iter().any(|conversion| conversion.id == id) {
+            Ok(())
+        } else {
+            Err(ConversionError::NotFound(id))
+        }
+    }
+
+    fn run(&self, id: u64, source: &HubSource, quant: TargetQuant, cancel: &CancelToken) {
         let mut last_emit = None;
         let result = self.store().and_then(|store| {
             let client = HubClient::new(self.hub.clone()).map_err(ConvertError::from)?;
             let mut on_event = |event| self.progress(id, event, &mut last_emit);
-            let cancel = CancelToken::new();
             Ok(convert_repo_into_store(
                 &client,
                 store,
@@ -113,16 +137,24 @@ impl ConversionService {
                 Some(quant),
                 None,
                 &self.policy,
-                &cancel,
+                cancel,
                 &mut on_event,
             )?)
         });
+        self.running_lock().remove(&id);
         self.update(id, |conversion| match result {
             Ok(model) => {
                 conversion.status = ConversionStatus::Done;
                 conversion.done = conversion.total;
                 conversion.model_id = Some(model.name().to_string());
                 conversion.message = None;
+            }
+            // Whatever error the stop surfaced as (a download's or the conversion's own).
+            Err(_) if cancel.is_cancelled() => {
+                conversion.status = ConversionStatus::Cancelled;
+                conversion.message = Some(
+                    "Cancelled: nothing was installed; the downloaded files are kept for the next try".into(),
+                );
             }
             Err(error) => {
                 conversion.status = ConversionStatus::Failed;
@@ -192,5 +224,9 @@ impl ConversionService {
 
     fn lock(&self) -> MutexGuard<'_, Vec<Conversion>> {
         self.conversions.lock().expect("the conversions lock is never poisoned")
+    }
+
+    fn running_lock(&self) -> MutexGuard<'_, HashMap<u64, CancelToken>> {
+        self.running.lock().expect("the running conversions lock is never poisoned")
     }
 }

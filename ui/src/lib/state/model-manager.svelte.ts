@@ -139,6 +139,15 @@ class ModelManager {
     }
   }
 
+  /** Asks a running conversion to stop; its `cancelled` state comes over the channel. */
+  async cancelConversion(id: number) {
+    try {
+      await api.cancelConversion(id);
+    } catch (error) {
+      toasts.show('error', 'Could not cancel the conversion', errorMessage(error));
+    }
+  }
+
   async search(query = this.query) {
     const trimmed = query.trim();
     if (trimmed === '') return;

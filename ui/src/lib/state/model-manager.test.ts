@@ -13,6 +13,7 @@ const api = vi.hoisted(() => ({
   recommendedModels: vi.fn(),
   watchConversions: vi.fn(),
   startConversion: vi.fn(),
+  cancelConversion: vi.fn(),
 }));
 const models = vi.hoisted(() => ({ refresh: vi.fn(), installed: [] as { id: string }[] }));
 
@@ -20,6 +21,7 @@ vi.mock('../api', async (importOriginal) => ({ ...(await importOriginal<typeof i
 vi.mock('./models.svelte', () => ({ models }));
 
 const { fitLabel, formatEta, isRepoId, modelManager } = await import('./model-manager.svelte');
+const { toasts } = await import('./toasts.svelte');
 
 function download(overrides: Partial<Download> = {}): Download {
   return {
@@ -145,6 +147,32 @@ describe('model manager state', () => {
     expect(models.refresh).toHaveBeenCalledTimes(1);
     expect(modelManager.conversionOf('org/Tiny')?.modelId).toBe('tiny-rdrr');
     expect(modelManager.conversions).toHaveLength(2);
+  });
+
+  it('cancels a conversion and shows it cancelled, without a failure toast or a models refresh', async () => {
+    const running: Conversion = {
+      id: 5,
+      repo: 'org/Slow',
+      quant: 'Q8_0',
+      status: 'downloading',
+      done: 10,
+      total: 100,
+      modelId: null,
+      message: null,
+    };
+    modelManager.applyConversion(running, false);
+    api.cancelConversion.mockResolvedValue(undefined);
+    const toastsShown = vi.spyOn(toasts, 'show');
+    await modelManager.cancelConversion(5);
+    expect(api.cancelConversion).toHaveBeenCalledWith(5);
+    modelManager.applyConversion({ ...running, status: 'cancelled', message: 'Cancelled: nothing was installed' });
+    expect(modelManager.conversionOf('org/Slow')?.status).toBe('cancelled');
+    expect(models.refresh).not.toHaveBeenCalled();
+    expect(toastsShown).not.toHaveBeenCalled();
+
+    api.cancelConversion.mockRejectedValue('there is no conversion 9');
+    await modelManager.cancelConversion(9);
+    expect(toastsShown).toHaveBeenCalledWith('error', 'Could not cancel the conversion', 'there is no conversion 9');
   });
 
   it('knows a repository id from a search', () => {
