@@ -162,11 +162,11 @@ fn a_download_reports_progress_installs_the_model_and_is_remembered() {
     let installed = setup.store().get("llama-tiny-q8_0").unwrap().expect("the model is installed");
     assert_eq!(installed.manifest.sha256, sha256_hex(&model_bytes()));
 
-    {
-        let changes = changes.lock().unwrap();
-        assert!(changes.iter().any(|change| change.status == DownloadStatus::Installing));
-        assert_eq!(changes.last().unwrap().status, DownloadStatus::Done);
-    }
+    // The service's status turns Done just before the watcher hears it.
+    wait_for("the watcher hears Done", || {
+        changes.lock().unwrap().last().is_some_and(|change| change.status == DownloadStatus::Done)
+    });
+    assert!(changes.lock().unwrap().iter().any(|change| change.status == DownloadStatus::Installing));
     assert_eq!(saved_list(&setup.list_path())[0].status, DownloadStatus::Done);
 
     // Starting it again gives the listed download rather than a second one, until the model
