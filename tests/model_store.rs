@@ -508,6 +508,7 @@ fn one_install_per_model_at_a_time() {
 
 /// Whether process `pid` still runs (a zombie waiting for a reaper that is not us counts
 /// as ended: it runs nothing and holds no files).
+#[cfg(target_os = "linux")]
 fn process_running(pid: &str) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
