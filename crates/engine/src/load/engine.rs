@@ -76,7 +76,8 @@ pub struct LoadedModel {
     pub(crate) max_batch: u32,
 }
 
-const DEFAULT_MAX_BATCH: u32 = 128;
+/// Tokens per prefill step when a load asks for none (the app's loads).
+pub const DEFAULT_MAX_BATCH: u32 = 128;
 
 impl Engine {
     pub fn new(options: EngineOptions) -> Result<Engine, GenerateError> {

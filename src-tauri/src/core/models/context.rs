@@ -7,7 +7,7 @@ use std::path::Path;
 
 use doppler_engine::{
     gguf::GgufFile,
-    load::DEFAULT_CONTEXT_CAP,
+    load::{DEFAULT_CONTEXT_CAP, DEFAULT_MAX_BATCH},
     model::{limits::MAX_CONTEXT, open_model_source, MemoryFootprint, ModelConfig, SessionShape},
 };
 use serde::Serialize;
@@ -17,8 +17,6 @@ use crate::core::{app::AppSettings, downloads::adapter_memory, storage::Database
 
 /// The smallest context offered: a system prompt, a question and a reply.
 const MIN_CONTEXT: u32 = 256;
-/// Tokens per prefill step: the engine's default, which the app's loads use.
-const PREFILL_BATCH: u32 = 128;
 
 /// A model's context as the settings show it.
 #[derive(Debug, Clone, Serialize)]
@@ -52,7 +50,8 @@ impl ModelCatalog {
     /// `model_id`'s context setting, with the memory it takes.
     pub fn context_setting(&self, db: &Database, model_id: &str) -> Result<ContextSetting, CatalogError> {
         let chosen = AppSettings::load(db)?.model_contexts.get(model_id).copied();
-        self.describe_context(model_id, chosen)
+        let model = read_model(&self.installed(model_id)?.path)?;
+        Ok(self.describe_context(model_id, chosen, &model))
     }
 
     /// Saves `chosen` (clamped to the model's bounds; `None` restores the default) as the
@@ -64,15 +63,15 @@ impl ModelCatalog {
         model_id: &str,
         chosen: Option<u32>,
     ) -> Result<ContextSetting, CatalogError> {
-        let bounds = ContextBounds::of(&self.installed(model_id)?.path)?;
-        let chosen = chosen.map(|tokens| bounds.clamp(tokens));
+        let model = read_model(&self.installed(model_id)?.path)?;
+        let chosen = chosen.map(|tokens| ContextBounds::from_config(&model.1).clamp(tokens));
         let mut settings = AppSettings::load(db)?;
         match chosen {
             Some(tokens) => settings.model_contexts.insert(model_id.to_string(), tokens),
             None => settings.model_contexts.remove(model_id),
         };
         settings.save(db)?;
-        self.describe_context(model_id, chosen)
+        Ok(self.describe_context(model_id, chosen, &model))
     }
 
     /// The context `model_id` loads with: the saved choice within its bounds (the file may
@@ -89,21 +88,25 @@ impl ModelCatalog {
         }
     }
 
-    fn describe_context(&self, model_id: &str, chosen: Option<u32>) -> Result<ContextSetting, CatalogError> {
-        let (gguf, config) = read_model(&self.installed(model_id)?.path)?;
-        let bounds = ContextBounds::from_config(&config);
+    fn describe_context(
+        &self,
+        model_id: &str,
+        chosen: Option<u32>,
+        (gguf, config): &(GgufFile, ModelConfig),
+    ) -> ContextSetting {
+        let bounds = ContextBounds::from_config(config);
         let context_len = chosen.map_or(bounds.default_len, |tokens| bounds.clamp(tokens));
         let device = self.device_facts();
-        Ok(ContextSetting {
+        ContextSetting {
             model_id: model_id.to_string(),
             context_len,
             chosen,
             default_len: bounds.default_len,
             min_len: bounds.min_len,
             max_len: bounds.max_len,
-            footprint: footprint(&gguf, &config, context_len, &device),
+            footprint: footprint(gguf, config, context_len, &device),
             budget: device.budget,
-        })
+        }
     }
 
     fn device_facts(&self) -> DeviceFacts {
@@ -138,7 +141,7 @@ fn footprint(
 ) -> MemoryFootprint {
     let shape = SessionShape {
         context_len,
-        max_batch: PREFILL_BATCH.min(context_len),
+        max_batch: DEFAULT_MAX_BATCH.min(context_len),
         kv_f16: device.kv_f16,
         max_storage_binding: device.max_storage_binding,
     };
