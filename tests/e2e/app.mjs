@@ -2,6 +2,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { Builder, By, until } from 'selenium-webdriver';
@@ -22,8 +23,24 @@ function required(name) {
   return value;
 }
 
+/**
+ * Runs tauri-driver for a spec file's tests: started before them (after `setUp`, where the file
+ * starts servers of its own) and stopped after them (then `tearDown`).
+ */
+export function useDriver({ setUp, tearDown } = {}) {
+  let driver;
+  before(async () => {
+    await setUp?.();
+    driver = await startDriver();
+  });
+  after(async () => {
+    driver?.kill();
+    await tearDown?.();
+  });
+}
+
 /** Starts tauri-driver (which starts WebKitWebDriver for each session) and waits for it. */
-export async function startDriver() {
+async function startDriver() {
   const driver = spawn(process.env.TAURI_DRIVER ?? 'tauri-driver', ['--port', String(DRIVER_PORT)], { stdio: ['ignore', 'inherit', 'inherit'] });
   const exited = new Promise((_, reject) => driver.once('exit', (code) => reject(new Error(`tauri-driver exited (${code})`))));
   exited.catch(() => {});

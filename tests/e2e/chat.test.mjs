@@ -2,11 +2,11 @@
 // engine and the default model: a reply streams, is stopped, survives a restart; markup
 // injected into a reply stays inert. Screenshots go to $DOPPLER_E2E_ARTIFACTS.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 
 import { By } from 'selenium-webdriver';
 
-import { byTestId, click, find, killApp, launchApp, quitApp, screenshot, startDriver, textOf, waitForModel, waitForText } from './app.mjs';
+import { byTestId, click, find, killApp, launchApp, quitApp, screenshot, textOf, waitForModel, useDriver, waitForText } from './app.mjs';
 
 // Lavapipe decodes on the CPU: generous limits.
 const TOKENS_MS = 180_000;
@@ -15,15 +15,7 @@ const FOLLOW_UP = 'Now tell me about the sea, at length.';
 const PENDING = By.css('[data-testid="message"][data-pending="true"] [data-testid="message-content"]');
 const LAST_ASSISTANT = By.css('[data-testid="message"][data-role="assistant"]:not([data-pending]):last-child');
 
-let tauriDriver;
-
-before(async () => {
-  tauriDriver = await startDriver();
-});
-
-after(() => {
-  tauriDriver?.kill();
-});
+useDriver();
 
 async function openConversation(driver, title) {
   const item = await find(driver, By.xpath(`//li[@data-testid="conversation-item"]//button[@title=${JSON.stringify(title)}]`));

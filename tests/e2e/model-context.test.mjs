@@ -2,23 +2,15 @@
 // is chosen in the settings panel, which loads the model again with it; the choice is kept for
 // the next start and can go back to the default. Screenshots go to $DOPPLER_E2E_ARTIFACTS.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 
 import { By, Key } from 'selenium-webdriver';
 
-import { byTestId, click, find, launchApp, MODEL_READY_MS, quitApp, screenshot, startDriver, textOf, waitForModel, waitForText } from './app.mjs';
+import { byTestId, click, find, launchApp, MODEL_READY_MS, quitApp, screenshot, textOf, waitForModel, useDriver, waitForText } from './app.mjs';
 
 const MODEL_ROW = By.css('[data-testid="model-row"][data-model-id="smollm2-135m-instruct"]');
 
-let tauriDriver;
-
-before(async () => {
-  tauriDriver = await startDriver();
-});
-
-after(() => {
-  tauriDriver?.kill();
-});
+useDriver();
 
 /** Opens the model picker and waits until the loaded model's row says it holds `context` tokens. */
 async function waitForLoadedContext(driver, context) {

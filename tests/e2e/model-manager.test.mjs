@@ -11,12 +11,12 @@ import { createReadStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSyn
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { By, Key } from 'selenium-webdriver';
 
-import { byTestId, click, find, launchApp, quitApp, screenshot, startDriver, textOf, waitForText } from './app.mjs';
+import { byTestId, click, find, launchApp, quitApp, screenshot, textOf, useDriver, waitForText } from './app.mjs';
 
 const REPO = 'doppler-e2e/SmolLM2-135M-Instruct-GGUF';
 const FILE = 'SmolLM2-135M-Instruct-Q8_0.gguf';
@@ -40,7 +40,6 @@ const CONVERTED = 'tiny-llama-rdrr';
 const CONVERT_MS = 120_000;
 
 const sharedStore = process.env.DOPPLER_HOME;
-let tauriDriver;
 let hub;
 let home;
 const rangeStarts = [];
@@ -216,22 +215,21 @@ async function startHub(modelPath) {
   return server;
 }
 
-before(async () => {
-  const model = defaultModelFile();
-  hub = await startHub(model.path);
-  // A store of the app's own: the default model linked in, the pulled one lands here.
-  home = mkdtempSync(join(tmpdir(), 'doppler-e2e-store-'));
-  mkdirSync(join(home, 'models'));
-  symlinkSync(model.dir, join(home, 'models', DEFAULT_MODEL));
-  process.env.DOPPLER_HOME = home;
-  process.env.HF_ENDPOINT = `http://127.0.0.1:${hub.address().port}`;
-  tauriDriver = await startDriver();
-});
-
-after(() => {
-  tauriDriver?.kill();
-  hub?.close();
-  if (home) rmSync(home, { recursive: true, force: true });
+useDriver({
+  setUp: async () => {
+    const model = defaultModelFile();
+    hub = await startHub(model.path);
+    // A store of the app's own: the default model linked in, the pulled one lands here.
+    home = mkdtempSync(join(tmpdir(), 'doppler-e2e-store-'));
+    mkdirSync(join(home, 'models'));
+    symlinkSync(model.dir, join(home, 'models', DEFAULT_MODEL));
+    process.env.DOPPLER_HOME = home;
+    process.env.HF_ENDPOINT = `http://127.0.0.1:${hub.address().port}`;
+  },
+  tearDown: () => {
+    hub?.close();
+    if (home) rmSync(home, { recursive: true, force: true });
+  },
 });
 
 async function downloadRow(driver) {

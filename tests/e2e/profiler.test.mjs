@@ -2,11 +2,11 @@
 // kernel table fills with timed kernels and their achieved GB/s, the tok/s chart with points, and the memory bar shows
 // the loaded model. Screenshots go to $DOPPLER_E2E_ARTIFACTS.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 
 import { By } from 'selenium-webdriver';
 
-import { byTestId, click, find, launchApp, quitApp, screenshot, startDriver, textOf, waitForModel, waitForText } from './app.mjs';
+import { byTestId, click, find, launchApp, quitApp, screenshot, textOf, waitForModel, useDriver, waitForText } from './app.mjs';
 
 // One decode step in 32 is timed: the table fills after a few dozen tokens.
 const PROFILE_MS = 180_000;
@@ -14,15 +14,7 @@ const PROMPT = 'Tell me a long story about a clockmaker who repairs the clocks o
 const PENDING = By.css('[data-testid="message"][data-pending="true"] [data-testid="message-content"]');
 const KERNEL_ROWS = By.css('[data-testid="kernel-table"] tbody tr');
 
-let tauriDriver;
-
-before(async () => {
-  tauriDriver = await startDriver();
-});
-
-after(() => {
-  tauriDriver?.kill();
-});
+useDriver();
 
 test('the profiler shows live kernel timings, speed and memory during a reply', async () => {
   const driver = await launchApp();

@@ -4,12 +4,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { By } from 'selenium-webdriver';
 
-import { byTestId, click, find, launchApp, quitApp, screenshot, startDriver, textOf, waitForText } from './app.mjs';
+import { byTestId, click, find, launchApp, quitApp, screenshot, textOf, useDriver, waitForText } from './app.mjs';
 
 const CLI = process.env.DOPPLER_E2E_CLI;
 const MODEL = 'smollm2-135m-instruct';
@@ -19,7 +19,6 @@ const TOKENS_MS = 180_000;
 const PENDING = By.css('[data-testid="message"][data-pending="true"] [data-testid="message-content"]');
 const LAST_ASSISTANT = By.css('[data-testid="message"][data-role="assistant"]:not([data-pending]):last-child');
 
-let tauriDriver;
 let server;
 let baseUrl;
 
@@ -32,29 +31,26 @@ async function freePort() {
   return port;
 }
 
-before(async () => {
-  assert.ok(CLI, 'DOPPLER_E2E_CLI names the doppler CLI: run the end-to-end tests with `make e2e`');
-  const port = await freePort();
-  server = spawn(CLI, ['serve', '--model', MODEL, '--port', String(port)], { stdio: ['ignore', 'inherit', 'inherit'] });
-  const exited = new Promise((_, reject) => server.once('exit', (code) => reject(new Error(`doppler serve exited (${code})`))));
-  exited.catch(() => {});
-  baseUrl = `http://127.0.0.1:${port}/v1`;
-  const deadline = Date.now() + SERVER_READY_MS;
-  for (;;) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break;
-    } catch {
-      // still loading the model
+useDriver({
+  setUp: async () => {
+    assert.ok(CLI, 'DOPPLER_E2E_CLI names the doppler CLI: run the end-to-end tests with `make e2e`');
+    const port = await freePort();
+    server = spawn(CLI, ['serve', '--model', MODEL, '--port', String(port)], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const exited = new Promise((_, reject) => server.once('exit', (code) => reject(new Error(`doppler serve exited (${code})`))));
+    exited.catch(() => {});
+    baseUrl = `http://127.0.0.1:${port}/v1`;
+    const deadline = Date.now() + SERVER_READY_MS;
+    for (;;) {
+      try {
+        if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break;
+      } catch {
+        // still loading the model
+      }
+      if (Date.now() > deadline) throw new Error('doppler serve did not start listening');
+      await Promise.race([sleep(250), exited]);
     }
-    if (Date.now() > deadline) throw new Error('doppler serve did not start listening');
-    await Promise.race([sleep(250), exited]);
-  }
-  tauriDriver = await startDriver();
-});
-
-after(() => {
-  tauriDriver?.kill();
-  server?.kill();
+  },
+  tearDown: () => server?.kill(),
 });
 
 test('a model served by another DOPPLER on loopback chats through the app as a remote backend', async () => {
