@@ -7,4 +7,4 @@ mod model_file;
 pub use engine::{
     Engine, EngineOptions, LoadOptions, LoadProgress, LoadedModel, ModelInfo, DEFAULT_MAX_BATCH,
 };
-pub use model_file::{ModelFile, DEFAULT_CONTEXT_CAP};
+pub use model_file::ModelFile;

@@ -11,9 +11,6 @@ use crate::{
     tokenizer::{ChatTemplate, Tokenizer},
 };
 
-/// A session's context when none is asked for: the model's training context, at most this.
-pub const DEFAULT_CONTEXT_CAP: u32 = 8192;
-
 /// A model file whose every part but the weights' upload has been read and checked.
 pub struct ModelFile {
     pub(crate) path: PathBuf,
@@ -41,10 +38,10 @@ impl ModelFile {
         Ok(ModelFile { path: path.to_path_buf(), gguf, config, tokenizer, template })
     }
 
-    /// The context a session will hold: `requested`, or the model's training context capped at
-    /// 8192; refused over the limit before anything is sized from it.
+    /// The context a session will hold: `requested`, or the model's default
+    /// (`ModelConfig::default_context`); refused over the limit before anything is sized from it.
     pub fn context_len(&self, requested: Option<u32>) -> Result<u32, GenerateError> {
-        let context_len = requested.unwrap_or(self.config.train_context.min(DEFAULT_CONTEXT_CAP)).max(1);
+        let context_len = requested.unwrap_or(self.config.default_context()).max(1);
         if context_len > MAX_CONTEXT {
             return Err(GenerateError::InvalidRequest(format!(
                 "a context of {context_len} tokens is over the limit of {MAX_CONTEXT}"

@@ -122,7 +122,16 @@ impl ConfigReader<'_> {
     }
 }
 
+/// A session's context when none is asked for: the model's training context, at most this.
+const DEFAULT_CONTEXT_CAP: u32 = 8192;
+
 impl ModelConfig {
+    /// The context a session holds when none is asked for: the training context, at most
+    /// `DEFAULT_CONTEXT_CAP`. One rule for the engine's loads and the app's settings.
+    pub fn default_context(&self) -> u32 {
+        self.train_context.clamp(1, limits::MAX_CONTEXT).min(DEFAULT_CONTEXT_CAP)
+    }
+
     /// Whether layer `index` attends to the sliding window rather than the whole context.
     pub fn is_sliding_layer(&self, index: u32) -> bool {
         self.sliding_window > 0

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use doppler_engine::{
     gguf::GgufFile,
-    load::{DEFAULT_CONTEXT_CAP, DEFAULT_MAX_BATCH},
+    load::DEFAULT_MAX_BATCH,
     model::{limits::MAX_CONTEXT, open_model_source, MemoryFootprint, ModelConfig, SessionShape},
 };
 use serde::Serialize;
@@ -164,7 +164,7 @@ impl ContextBounds {
         let max_len = config.train_context.clamp(1, MAX_CONTEXT);
         ContextBounds {
             min_len: MIN_CONTEXT.min(max_len),
-            default_len: max_len.min(DEFAULT_CONTEXT_CAP),
+            default_len: config.default_context(),
             max_len,
         }
     }
