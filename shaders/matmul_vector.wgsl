@@ -24,8 +24,6 @@ struct Params {
     rows: u32,
     blocks_per_row: u32,
     row_bytes: u32,
-    // Element offset of x in its buffer.
-    input_offset: u32,
     // Element of y that receives the chunk's first row.
     output_offset: u32,
     // First row of the second (and third) part of a stacked matrix: see SPLIT_OUTPUT, GATED.
@@ -33,6 +31,7 @@ struct Params {
     third: u32,
     // RMSNorm epsilon of NORMED_INPUT.
     eps: f32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
@@ -155,7 +154,7 @@ fn x_vec(i: u32) -> vec4<f32> {
 #endif
 }
 
-// The slice of x a part multiplies; runs start at multiples of 4 and input_offset is one.
+// The slice of x a part multiplies; runs start at multiples of 4.
 fn x_runs(x_base: u32, part: u32) -> Runs {
     return Runs(
         x_vec((x_base + run_start(part, 0u)) >> 2u),
@@ -236,7 +235,7 @@ fn main(
     for (var unit = lid; unit < units; unit += WG) {
         let block = unit / PARTS;
         let part = unit % PARTS;
-        let xs = x_runs(params.input_offset + block * BLOCK_LEN, part);
+        let xs = x_runs(block * BLOCK_LEN, part);
         // Run sums for types with block minimums; unused ones compile away.
         let one = vec4<f32>(1.0);
         let x_sums = vec4<f32>(dot(xs.r0, one), dot(xs.r1, one), dot(xs.r2, one), dot(xs.r3, one));

@@ -36,8 +36,6 @@ struct SamplingUniform {
 // Fixed when the sampler's kernels are recorded.
 struct SamplerLayout {
     vocab: u32,
-    // Element offset of the logits in their buffer.
-    logits_offset: u32,
     history_capacity: u32,
     stop_count: u32,
     // Slices of SLICE tokens covering the vocabulary: one workgroup of the first pass each.
@@ -46,6 +44,7 @@ struct SamplerLayout {
     tops_per_slice: u32,
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 // The sampler's own small state, shared between its kernels.

@@ -5,7 +5,7 @@
 // sampling_sort.wgsl's shared arrays.
 
 fn sanitized_logit(token: u32) -> f32 {
-    let x = logits[sizes.logits_offset + token];
+    let x = logits[token];
     if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) {
         return LOWEST;
     }

@@ -19,18 +19,18 @@ use std::sync::Arc;
 
 use doppler_engine::{
     gguf::GgmlType,
-    gpu::{GpuContext, GpuMatrix, GpuOptions, OpList, StackedMatrix},
+    gpu::{Element, GpuContext, GpuMatrix, GpuOptions, GpuTensor, OpList, StackedMatrix},
     kernels::{
         elementwise::Activation,
-        embedding::record_embedding,
+        embedding::{record_embedding, ScaledTable},
         matmul::{
             record_gated_matvec, record_matmul, record_matmul_rows, record_matvec, record_stacked_matvec,
-            MatvecInput, NormedInput, ResidualStream, SUPPORTED_TYPES,
+            MatrixRows, MatvecInput, NormedInput, ProductOutput, ResidualStream, SUPPORTED_TYPES,
         },
     },
     quant::{dequantize_row, random_quantized},
 };
-use support::gpu::{f32_buffer, gpu, run, step_buffer, values, without_subgroups};
+use support::gpu::{f32_tensor, gpu, read_tensor, run, step_buffer, values, without_subgroups};
 
 const RELATIVE_TOLERANCE: f64 = 1e-5;
 const ABSOLUTE_TOLERANCE: f64 = 1e-6;
@@ -149,12 +149,12 @@ fn compare_within(
 /// Runs the matrix-vector kernel on `w` and checks it against `m`.
 fn check_matvec(ctx: &GpuContext, label: &str, m: &TestMatrix, w: &GpuMatrix) -> Result<f64, String> {
     let x = values(m.row_len, m.rows as u64 + 7);
-    let input = f32_buffer(ctx, &x);
-    let output = ctx.zeroed_storage("y", m.rows as u64 * 4);
+    let input = f32_tensor(ctx, m.row_len, &x);
+    let output = GpuTensor::zeroed(ctx, "y", 1, m.rows as u32, Element::F32);
     let mut ops = OpList::new();
-    record_matvec(ctx, &mut ops, label, w, &input, 0, &output, 0).map_err(|e| format!("{label}: {e}"))?;
+    record_matvec(ctx, &mut ops, label, w, &input, &output).map_err(|e| format!("{label}: {e}"))?;
     run(ctx, &ops, 1);
-    let actual = ctx.read_f32(&output, m.rows).expect("read back");
+    let actual = read_tensor(ctx, &output);
     let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, &x)).collect();
     compare(label, &actual, &expected)
 }
@@ -202,35 +202,20 @@ fn matvec_matches_reference_for_every_type_with_shared_memory_reduction() {
 }
 
 #[test]
-fn matvec_reads_and_writes_at_offsets_and_leaves_the_rest() {
+fn matvec_reads_and_writes_the_first_row_and_leaves_the_rest() {
     let ctx = gpu(GpuOptions::default());
     let m = TestMatrix::random(GgmlType::Q4_K, 512, 37, 11);
-    let (input_offset, output_offset) = (96usize, 13usize);
-    let x_all = values(input_offset + m.row_len + 32, 12);
-    let x = &x_all[input_offset..input_offset + m.row_len];
+    let x_rows = values(3 * m.row_len, 12);
     let sentinel = 1234.5f32;
-    let input = f32_buffer(&ctx, &x_all);
-    let output = f32_buffer(&ctx, &vec![sentinel; output_offset + m.rows + 5]);
+    let input = f32_tensor(&ctx, m.row_len, &x_rows);
+    let output = f32_tensor(&ctx, m.rows, &vec![sentinel; 2 * m.rows]);
     let mut ops = OpList::new();
-    record_matvec(
-        &ctx,
-        &mut ops,
-        "offsets",
-        &m.upload(&ctx),
-        &input,
-        input_offset as u32,
-        &output,
-        output_offset as u32,
-    )
-    .unwrap();
+    record_matvec(&ctx, &mut ops, "first row", &m.upload(&ctx), &input, &output).unwrap();
     run(&ctx, &ops, 1);
-    let actual = ctx.read_f32(&output, output_offset + m.rows + 5).unwrap();
-    assert!(
-        actual[..output_offset].iter().chain(&actual[output_offset + m.rows..]).all(|&v| v == sentinel),
-        "values outside the output range changed"
-    );
-    let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, x)).collect();
-    compare("matvec at offsets", &actual[output_offset..output_offset + m.rows], &expected).unwrap();
+    let actual = read_tensor(&ctx, &output);
+    assert!(actual[m.rows..].iter().all(|&v| v == sentinel), "the second output row changed");
+    let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, &x_rows[..m.row_len])).collect();
+    compare("matvec of the first row", &actual[..m.rows], &expected).unwrap();
 }
 
 /// Runs the tiled kernel on `w` for each token count in `token_counts` and checks it.
@@ -251,24 +236,26 @@ fn check_matmul_with(
     m: &TestMatrix,
     w: &GpuMatrix,
     token_counts: &[u32],
-    scratch: Option<&wgpu::Buffer>,
+    scratch: Option<&GpuTensor>,
 ) -> Result<f64, String> {
     let max_tokens = *token_counts.iter().max().unwrap();
     let x = values(max_tokens as usize * m.row_len, m.rows as u64 + 3);
-    let input = f32_buffer(ctx, &x);
+    let input = f32_tensor(ctx, m.row_len, &x);
     let sentinel = -777.0f32;
     let mut worst = 0.0f64;
     for &n in token_counts {
-        let output = f32_buffer(ctx, &vec![sentinel; max_tokens as usize * m.rows]);
+        let output = f32_tensor(ctx, m.rows, &vec![sentinel; max_tokens as usize * m.rows]);
         let step = step_buffer(ctx, 0, n);
         let mut ops = OpList::new();
-        record_matmul_rows(ctx, &mut ops, label, w, 0..w.rows, &input, &output, &step, max_tokens, scratch)
+        let part = MatrixRows { matrix: w, rows: 0..w.rows };
+        let product = ProductOutput { output: &output, split_scratch: scratch };
+        record_matmul_rows(ctx, &mut ops, label, part, &input, product, &step)
             .map_err(|e| format!("{label}: {e}"))?;
         if scratch.is_some() && ops.len() < 2 {
             return Err(format!("{label}: K was not split"));
         }
         run(ctx, &ops, n);
-        let actual = ctx.read_f32(&output, max_tokens as usize * m.rows).expect("read back");
+        let actual = read_tensor(ctx, &output);
         let n = n as usize;
         if actual[n * m.rows..].iter().any(|&v| v != sentinel) {
             return Err(format!("{label}: wrote past token {n}"));
@@ -361,10 +348,11 @@ fn stacked_matvec_every_shape(ctx: &GpuContext) {
     ] {
         let (parts, stacked) = stack(ctx, ty, row_len, &rows, 3);
         let x = values(row_len, 17);
-        let input = f32_buffer(ctx, &x);
+        let input = f32_tensor(ctx, row_len, &x);
         let sentinel = 55.5f32;
-        let outputs: Vec<wgpu::Buffer> =
-            parts.iter().map(|m| f32_buffer(ctx, &vec![sentinel; m.rows + 3])).collect();
+        // Two rows each: the product writes the first only.
+        let outputs: Vec<GpuTensor> =
+            parts.iter().map(|m| f32_tensor(ctx, m.rows, &vec![sentinel; 2 * m.rows])).collect();
         let mut ops = OpList::new();
         record_stacked_matvec(
             ctx,
@@ -378,10 +366,10 @@ fn stacked_matvec_every_shape(ctx: &GpuContext) {
         assert_eq!(ops.len(), 1, "one dispatch for the whole stack");
         run(ctx, &ops, 1);
         for (i, (m, output)) in parts.iter().zip(&outputs).enumerate() {
-            let actual = ctx.read_f32(output, m.rows + 3).unwrap();
+            let actual = read_tensor(ctx, output);
             assert!(
                 actual[m.rows..].iter().all(|&v| v == sentinel),
-                "{} {rows:?}: part {i} written past its rows",
+                "{} {rows:?}: part {i} written past its row",
                 ty.name()
             );
             let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, &x)).collect();
@@ -421,8 +409,8 @@ fn gated_matvec_every_shape(ctx: &GpuContext) {
             let (parts, stacked) = stack(ctx, ty, row_len, &[rows, rows], 9);
             // Scaled so the gate sums reach the activations' curved range and beyond.
             let x: Vec<f32> = values(row_len, 23).iter().map(|v| v * 0.2).collect();
-            let input = f32_buffer(ctx, &x);
-            let output = f32_buffer(ctx, &vec![-1.0; rows + 2]);
+            let input = f32_tensor(ctx, row_len, &x);
+            let output = f32_tensor(ctx, rows, &vec![-1.0; 2 * rows]);
             let mut ops = OpList::new();
             record_gated_matvec(ctx, &mut ops, "gated", &stacked, MatvecInput::Vector(&input), &output, kind)
                 .unwrap();
@@ -447,11 +435,11 @@ fn check_gated(
     kind: Activation,
     parts: &[TestMatrix],
     x: &[f32],
-    output: &wgpu::Buffer,
+    output: &GpuTensor,
 ) {
     let rows = parts[0].rows;
-    let actual = ctx.read_f32(output, rows + 2).unwrap();
-    assert_eq!(&actual[rows..], &[-1.0, -1.0], "{label}: written past the rows");
+    let actual = read_tensor(ctx, output);
+    assert!(actual[rows..].iter().all(|&v| v == -1.0), "{label}: written past the first row");
     for (r, &got) in actual[..rows].iter().enumerate() {
         let ((g, g_magnitude), (u, u_magnitude)) = (parts[0].dot(r, x), parts[1].dot(r, x));
         let expected = activation(kind, g) * u;
@@ -491,11 +479,11 @@ fn rms_normed(v: &[f64], w: &[f32]) -> Vec<f64> {
 /// The buffers of a normed input and the f64 references of the input it makes and of the
 /// residual stream it leaves.
 struct NormedCase {
-    source: wgpu::Buffer,
-    norm: wgpu::Buffer,
-    post_norm: wgpu::Buffer,
-    stream_in: wgpu::Buffer,
-    stream_out: wgpu::Buffer,
+    source: GpuTensor,
+    norm: GpuTensor,
+    post_norm: GpuTensor,
+    stream_in: GpuTensor,
+    stream_out: GpuTensor,
     input: Vec<f32>,
     stream: Vec<f64>,
 }
@@ -524,11 +512,11 @@ impl NormedCase {
         };
         let input = rms_normed(&stream, &norm).iter().map(|&v| v as f32).collect();
         Self {
-            source: f32_buffer(ctx, &source),
-            norm: f32_buffer(ctx, &norm),
-            post_norm: f32_buffer(ctx, &post_norm),
-            stream_in: f32_buffer(ctx, &stream_in),
-            stream_out: f32_buffer(ctx, &vec![STREAM_SENTINEL; row_len]),
+            source: f32_tensor(ctx, row_len, &source),
+            norm: f32_tensor(ctx, row_len, &norm),
+            post_norm: f32_tensor(ctx, row_len, &post_norm),
+            stream_in: f32_tensor(ctx, row_len, &stream_in),
+            stream_out: f32_tensor(ctx, row_len, &vec![STREAM_SENTINEL; row_len]),
             input,
             stream,
         }
@@ -553,7 +541,7 @@ impl NormedCase {
 
     /// The updated stream is written once and exactly, or not at all without a residual.
     fn check_stream(&self, ctx: &GpuContext, label: &str, case: NormCase) {
-        let written = ctx.read_f32(&self.stream_out, self.stream.len()).unwrap();
+        let written = read_tensor(ctx, &self.stream_out);
         for (i, (&got, &expected)) in written.iter().zip(&self.stream).enumerate() {
             let expected =
                 if matches!(case, NormCase::OfVector) { f64::from(STREAM_SENTINEL) } else { expected };
@@ -580,8 +568,8 @@ fn normed_matvec_every_case(ctx: &GpuContext) {
             let label = format!("normed {case:?} {} {rows:?} (subgroups: {})", ty.name(), ctx.caps.subgroups);
             let (parts, stacked) = stack(ctx, ty, row_len, &rows, 5);
             let normed = NormedCase::new(ctx, case, row_len);
-            let outputs: Vec<wgpu::Buffer> =
-                parts.iter().map(|m| f32_buffer(ctx, &vec![0.0; m.rows])).collect();
+            let outputs: Vec<GpuTensor> =
+                parts.iter().map(|m| f32_tensor(ctx, m.rows, &vec![0.0; m.rows])).collect();
             let mut ops = OpList::new();
             record_stacked_matvec(
                 ctx,
@@ -596,8 +584,7 @@ fn normed_matvec_every_case(ctx: &GpuContext) {
             run(ctx, &ops, 1);
             for (i, (m, output)) in parts.iter().zip(&outputs).enumerate() {
                 let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, &normed.input)).collect();
-                compare(&format!("{label} part {i}"), &ctx.read_f32(output, m.rows).unwrap(), &expected)
-                    .unwrap();
+                compare(&format!("{label} part {i}"), &read_tensor(ctx, output), &expected).unwrap();
             }
             normed.check_stream(ctx, &label, case);
         }
@@ -609,7 +596,7 @@ fn normed_matvec_every_case(ctx: &GpuContext) {
         );
         let (parts, stacked) = stack(ctx, ty, row_len, &[rows, rows], 13);
         let normed = NormedCase::new(ctx, case, row_len);
-        let output = f32_buffer(ctx, &vec![-1.0; rows + 2]);
+        let output = f32_tensor(ctx, rows, &vec![-1.0; 2 * rows]);
         let mut ops = OpList::new();
         record_gated_matvec(
             ctx,
@@ -642,7 +629,7 @@ fn normed_input_without_stream_out_leaves_the_stream() {
     let (parts, stacked) = stack(&ctx, ty, row_len, &[256], 17);
     let case = NormCase::AfterPostNormedResidual;
     let normed = NormedCase::new(&ctx, case, row_len);
-    let output = f32_buffer(&ctx, &[0.0; 256]);
+    let output = f32_tensor(&ctx, 256, &[0.0; 256]);
     let MatvecInput::Normed(mut input) = normed.matvec_input(case) else { unreachable!("a normed case") };
     input.residual.as_mut().expect("a residual case").stream_out = None;
     let mut ops = OpList::new();
@@ -657,7 +644,7 @@ fn normed_input_without_stream_out_leaves_the_stream() {
     .unwrap();
     run(&ctx, &ops, 1);
     let expected: Vec<_> = (0..parts[0].rows).map(|r| parts[0].dot(r, &normed.input)).collect();
-    compare("normed without stream out", &ctx.read_f32(&output, 256).unwrap(), &expected).unwrap();
+    compare("normed without stream out", &read_tensor(&ctx, &output), &expected).unwrap();
     normed.check_stream(&ctx, "normed without stream out", NormCase::OfVector);
 }
 
@@ -666,7 +653,7 @@ fn normed_input_that_reads_and_writes_one_stream_buffer_is_an_error() {
     let ctx = gpu(GpuOptions::default());
     let (_, stacked) = stack(&ctx, GgmlType::Q8_0, 640, &[64], 3);
     let normed = NormedCase::new(&ctx, NormCase::AfterResidual, 640);
-    let output = f32_buffer(&ctx, &[0.0; 64]);
+    let output = f32_tensor(&ctx, 64, &[0.0; 64]);
     let input = MatvecInput::Normed(NormedInput {
         source: &normed.source,
         norm: &normed.norm,
@@ -697,17 +684,19 @@ fn matmul_over_parts_of_a_chunked_stack_matches_reference() {
     assert_eq!(w.chunks.len(), 4);
     let n_tokens = 5u32;
     let x = values(n_tokens as usize * 640, 61);
-    let input = f32_buffer(&ctx, &x);
+    let input = f32_tensor(&ctx, 640, &x);
     let step = step_buffer(&ctx, 0, n_tokens);
     let mut first = 0u32;
     for (i, m) in parts.iter().enumerate() {
         let rows = first..first + m.rows as u32;
         first = rows.end;
-        let output = ctx.zeroed_storage("Y", u64::from(n_tokens) * m.rows as u64 * 4);
+        let output = GpuTensor::zeroed(&ctx, "Y", n_tokens, m.rows as u32, Element::F32);
         let mut ops = OpList::new();
-        record_matmul_rows(&ctx, &mut ops, "part", &w, rows, &input, &output, &step, n_tokens, None).unwrap();
+        let part = MatrixRows { matrix: &w, rows };
+        let product = ProductOutput { output: &output, split_scratch: None };
+        record_matmul_rows(&ctx, &mut ops, "part", part, &input, product, &step).unwrap();
         run(&ctx, &ops, n_tokens);
-        let actual = ctx.read_f32(&output, n_tokens as usize * m.rows).unwrap();
+        let actual = read_tensor(&ctx, &output);
         let expected: Vec<_> = (0..n_tokens as usize)
             .flat_map(|t| (0..m.rows).map(move |r| (t, r)))
             .map(|(t, r)| m.dot(r, &x[t * 640..(t + 1) * 640]))
@@ -726,7 +715,7 @@ fn split_k_matmul_matches_reference() {
     }) {
         let m = TestMatrix::random(ty, row_len, rows, 71);
         // Room for a few slices only: the split count also follows the scratch size.
-        let scratch = ctx.zeroed_storage("splits", (3 * 70 * rows * 4) as u64);
+        let scratch = GpuTensor::zeroed(&ctx, "splits", 1, (3 * 70 * rows) as u32, Element::F32);
         let label = format!(
             "split-K {} {rows}x{row_len} (cooperative matrix: {})",
             ty.name(),
@@ -750,15 +739,15 @@ fn check_embedding(ctx: &GpuContext, m: &TestMatrix, table: &GpuMatrix, tokens: 
     let max_tokens = tokens.len() as u32 + 3;
     let mut token_data = tokens.to_vec();
     token_data.resize(max_tokens as usize, 0);
-    let token_buffer = ctx.storage_buffer("tokens", bytemuck::cast_slice(&token_data));
+    let token_tensor = GpuTensor::from_u32(ctx, "tokens", 1, &token_data);
     let sentinel = 99.0f32;
-    let output = f32_buffer(ctx, &vec![sentinel; max_tokens as usize * m.row_len]);
+    let output = f32_tensor(ctx, m.row_len, &vec![sentinel; max_tokens as usize * m.row_len]);
     let step = step_buffer(ctx, 0, tokens.len() as u32);
     let mut ops = OpList::new();
-    record_embedding(ctx, &mut ops, "embedding", table, &token_buffer, &output, &step, scale, max_tokens)
+    record_embedding(ctx, &mut ops, "embedding", ScaledTable { table, scale }, &token_tensor, &output, &step)
         .unwrap();
     run(ctx, &ops, tokens.len() as u32);
-    let actual = ctx.read_f32(&output, max_tokens as usize * m.row_len).unwrap();
+    let actual = read_tensor(ctx, &output);
     for (t, &id) in tokens.iter().enumerate() {
         let row = &actual[t * m.row_len..(t + 1) * m.row_len];
         for (k, &a) in row.iter().enumerate() {
@@ -804,23 +793,24 @@ fn embedding_gathers_across_chunks_and_zeroes_ids_past_the_table() {
 #[test]
 fn unsupported_types_and_shapes_are_errors() {
     let ctx = gpu(GpuOptions::default());
-    let buffer = ctx.zeroed_storage("x", 4096);
+    let zeros = |rows: u32, width: u32| GpuTensor::zeroed(&ctx, "x", rows, width, Element::F32);
+    let (x32, y2) = (zeros(1, 32), zeros(1, 2));
     let q8_1 = GpuMatrix::upload(&ctx, "q8_1", GgmlType::Q8_1, 32, 2, &[0u8; 72]).unwrap();
     let mut ops = OpList::new();
-    assert!(record_matvec(&ctx, &mut ops, "q8_1", &q8_1, &buffer, 0, &buffer, 0).is_err());
+    assert!(record_matvec(&ctx, &mut ops, "q8_1", &q8_1, &x32, &y2).is_err());
     // Plain types are walked in blocks of 16 values.
     let odd = GpuMatrix::upload(&ctx, "odd", GgmlType::F32, 24, 2, &[0u8; 192]).unwrap();
-    assert!(record_matvec(&ctx, &mut ops, "odd", &odd, &buffer, 0, &buffer, 0).is_err());
+    assert!(record_matvec(&ctx, &mut ops, "odd", &odd, &zeros(1, 24), &y2).is_err());
     let m = TestMatrix::random(GgmlType::Q4_0, 640, 4, 1);
     let w = m.upload(&ctx);
-    let small = ctx.zeroed_storage("small", 100);
-    assert!(record_matvec(&ctx, &mut ops, "short input", &w, &small, 0, &buffer, 0).is_err());
-    assert!(record_matvec(&ctx, &mut ops, "input offset past end", &w, &buffer, 400, &buffer, 0).is_err());
-    assert!(record_matvec(&ctx, &mut ops, "input offset not a multiple of 4", &w, &buffer, 2, &buffer, 0)
-        .is_err());
-    let input = ctx.zeroed_storage("input", 10 * 640 * 4);
-    assert!(record_matmul(&ctx, &mut ops, "short output", &w, &input, &small, &buffer, 10).is_err());
-    assert!(record_matmul(&ctx, &mut ops, "fits", &w, &input, &input, &buffer, 10).is_ok());
+    let (input, output) = (zeros(10, 640), zeros(10, 4));
+    assert!(record_matvec(&ctx, &mut ops, "short input", &w, &zeros(1, 639), &output).is_err());
+    assert!(record_matvec(&ctx, &mut ops, "wide output", &w, &input, &zeros(1, 5)).is_err());
+    let tokens = GpuTensor::zeroed(&ctx, "tokens", 10, 640, Element::U32);
+    assert!(record_matvec(&ctx, &mut ops, "token ids as input", &w, &tokens, &output).is_err());
+    let step = step_buffer(&ctx, 0, 10);
+    assert!(record_matmul(&ctx, &mut ops, "fewer output rows", &w, &input, &zeros(9, 4), &step).is_err());
+    assert!(record_matmul(&ctx, &mut ops, "fits", &w, &input, &output, &step).is_ok());
     assert_eq!(ops.len(), 1);
     ops = OpList::new();
     assert!(ops.is_empty());

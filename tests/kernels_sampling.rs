@@ -14,7 +14,7 @@ mod support;
 use std::sync::Arc;
 
 use doppler_engine::{
-    gpu::{GpuContext, GpuOptions, OpList},
+    gpu::{Element, GpuContext, GpuOptions, GpuTensor, OpList, StepBuffer},
     kernels::{
         sampling::{GpuSampler, SamplingParams, MAX_CANDIDATES},
         KernelError,
@@ -26,8 +26,6 @@ use support::{
     gpu::{gpu, without_subgroups},
 };
 
-/// Logits sit at this element offset in their buffer, after values that would win if read.
-const LOGITS_OFFSET: u32 = 3;
 const PROBABILITY_TOLERANCE: f64 = 1e-5;
 /// A draw within this of a CDF step may round either way on the GPU.
 const CDF_TOLERANCE: f64 = 1e-5;
@@ -60,30 +58,37 @@ fn label(ctx: &GpuContext) -> &'static str {
 struct Harness {
     ctx: Arc<GpuContext>,
     sampler: GpuSampler,
-    logits: wgpu::Buffer,
-    step: wgpu::Buffer,
-    next_tokens: wgpu::Buffer,
+    logits: GpuTensor,
+    step: StepBuffer,
+    next_tokens: GpuTensor,
     ops: OpList,
 }
 
 impl Harness {
     fn new(ctx: &Arc<GpuContext>, vocab: usize, stop_tokens: &[u32], history_capacity: u32) -> Self {
         let sampler = GpuSampler::new(ctx, vocab as u32, stop_tokens, history_capacity).expect("sampler");
-        let logits = ctx.zeroed_storage("logits", (u64::from(LOGITS_OFFSET) + vocab as u64) * 4);
-        ctx.queue.write_buffer(&logits, 0, bytemuck::cast_slice(&[1e30f32; LOGITS_OFFSET as usize]));
-        let step = ctx.storage_buffer("step", bytemuck::cast_slice(&[0u32, 1, 0, 0]));
-        let next_tokens = ctx.zeroed_storage("next tokens", 16);
+        // Two rows, the second huge: the sampler reads the first only.
+        let logits = GpuTensor::zeroed(ctx, "logits", 2, vocab as u32, Element::F32);
+        ctx.queue.write_buffer(
+            logits.buffer(),
+            vocab as u64 * 4,
+            bytemuck::cast_slice(&vec![1e30f32; vocab]),
+        );
+        let step = StepBuffer::new(ctx);
+        step.write(&ctx.queue, 0, 1);
+        let next_tokens = GpuTensor::zeroed(ctx, "next tokens", 4, 1, Element::U32);
         let mut ops = OpList::new();
-        sampler.record(ctx, &mut ops, &logits, LOGITS_OFFSET, &next_tokens, &step).expect("record");
+        sampler.record(ctx, &mut ops, &logits, &next_tokens, &step).expect("record");
         Self { ctx: ctx.clone(), sampler, logits, step, next_tokens, ops }
     }
 
     fn set_logits(&self, logits: &[f32]) {
-        self.ctx.queue.write_buffer(&self.logits, u64::from(LOGITS_OFFSET) * 4, bytemuck::cast_slice(logits));
+        self.ctx.queue.write_buffer(self.logits.buffer(), 0, bytemuck::cast_slice(logits));
     }
 
     fn set_step(&self, step: [u32; 4]) {
-        self.ctx.queue.write_buffer(&self.step, 0, bytemuck::cast_slice(&step));
+        // The decode loop's counters too, which `StepBuffer::write` clears.
+        self.ctx.queue.write_buffer(self.step.buffer(), 0, bytemuck::cast_slice(&step));
     }
 
     /// Runs `steps` sampling steps back to back in one submit, as GPU-resident decode does.
@@ -106,11 +111,11 @@ impl Harness {
     }
 
     fn step(&self) -> [u32; 4] {
-        self.ctx.read_u32(&self.step, 4).unwrap().try_into().unwrap()
+        self.ctx.read_u32(self.step.buffer(), 4).unwrap().try_into().unwrap()
     }
 
     fn next_token(&self) -> u32 {
-        self.ctx.read_u32(&self.next_tokens, 1).unwrap()[0]
+        self.ctx.read_u32(self.next_tokens.buffer(), 1).unwrap()[0]
     }
 }
 
@@ -580,20 +585,20 @@ fn invalid_shapes_are_errors() {
     assert!(matches!(GpuSampler::new(&ctx, 100, &[], 0), Err(KernelError::InvalidShape { .. })));
     assert!(matches!(GpuSampler::new(&ctx, 100, &vec![1; 5000], 16), Err(KernelError::InvalidShape { .. })));
     let sampler = GpuSampler::new(&ctx, 100, &[], 16).unwrap();
-    let small = ctx.zeroed_storage("logits", 99 * 4);
-    let tokens = ctx.zeroed_storage("tokens", 4);
-    let step = ctx.zeroed_storage("step", 16);
+    let f32_row = |width: u32| GpuTensor::zeroed(&ctx, "logits", 1, width, Element::F32);
+    let tokens = GpuTensor::zeroed(&ctx, "tokens", 1, 1, Element::U32);
+    let step = StepBuffer::new(&ctx);
     let mut ops = OpList::new();
     assert!(matches!(
-        sampler.record(&ctx, &mut ops, &small, 0, &tokens, &step),
+        sampler.record(&ctx, &mut ops, &f32_row(99), &tokens, &step),
         Err(KernelError::InvalidShape { .. })
     ));
-    let logits = ctx.zeroed_storage("logits", 100 * 4);
+    let logits = f32_row(100);
     assert!(matches!(
-        sampler.record(&ctx, &mut ops, &logits, 1, &tokens, &step),
+        sampler.record(&ctx, &mut ops, &logits, &f32_row(1), &step),
         Err(KernelError::InvalidShape { .. })
     ));
-    sampler.record(&ctx, &mut ops, &logits, 0, &tokens, &step).unwrap();
+    sampler.record(&ctx, &mut ops, &logits, &tokens, &step).unwrap();
     assert_eq!(
         ops.len(),
         5,
@@ -608,10 +613,10 @@ fn candidate_kernels_run_only_in_candidate_mode() {
     let ctx = gpu(GpuOptions::default());
     let vocab = 300_000;
     let sampler = GpuSampler::new(&ctx, vocab, &[], 16).unwrap();
-    let logits = ctx.zeroed_storage("logits", u64::from(vocab) * 4);
-    let (tokens, step) = (ctx.zeroed_storage("tokens", 4), ctx.zeroed_storage("step", 16));
+    let logits = GpuTensor::zeroed(&ctx, "logits", 1, vocab, Element::F32);
+    let (tokens, step) = (GpuTensor::zeroed(&ctx, "tokens", 1, 1, Element::U32), StepBuffer::new(&ctx));
     let mut ops = OpList::new();
-    sampler.record(&ctx, &mut ops, &logits, 0, &tokens, &step).unwrap();
+    sampler.record(&ctx, &mut ops, &logits, &tokens, &step).unwrap();
     let encoded = |ops: &OpList| {
         ops.labels()
             .filter(|label| {

@@ -8,25 +8,25 @@ mod support;
 use std::sync::Arc;
 
 use doppler_engine::{
-    gpu::{GpuContext, GpuOptions, OpList},
+    gpu::{Element, GpuContext, GpuOptions, GpuTensor, OpList},
     kernels::{
         attention::{
             record_attention, record_decode_attention, record_decode_attention_with_qk_step, record_kv_store,
             AttentionLayer, FlashTile, KvCache,
         },
         elementwise::{
-            record_add, record_add_row, record_copy_last_row, record_gated_activation, Activation, GatePair,
+            record_add, record_add_row, record_copy_last_row, record_gated_activation, Activation,
         },
-        fused_norm::{record_residual_norm, ResidualRows},
+        fused_norm::{record_residual_norm, ResidualNorms, ResidualRows},
         fused_qk::{record_qk_rope_store, QkNorms, QkStep, QkvRows},
-        norm::{record_rms_norm, NormOutput},
-        rope::{record_rope, rope_table, RopeFrequencies, RopeStyle, RopeTable},
+        norm::{record_rms_norm, NormOutput, RmsNorm},
+        rope::{record_rope, rope_table, RopeFrequencies, RopeHeads, RopeStyle, RopeTable},
     },
 };
 use half::f16;
 use support::{
     compare::assert_close,
-    gpu::{f32_buffer, gpu, run, step_buffer, values},
+    gpu::{f32_tensor, gpu, read_tensor, run, step_buffer, values},
 };
 
 /// The default context (an f16 KV cache and subgroup reductions where the adapter has them)
@@ -59,9 +59,10 @@ fn rms_norm_matches_reference_in_all_output_modes() {
     let expected = rms_norm_reference(&x, &w, dim, 1e-6);
     // Tolerance: f32 sums of 200 squares, relative error well under 1e-5.
     for mode in ["to", "add", "in_place"] {
-        let x_buf = f32_buffer(&ctx, &x);
-        let w_buf = f32_buffer(&ctx, &w);
-        let out = f32_buffer(&ctx, &base);
+        let width = dim * rows_per_token as usize;
+        let x_buf = f32_tensor(&ctx, width, &x);
+        let w_buf = f32_tensor(&ctx, dim, &w);
+        let out = f32_tensor(&ctx, width, &base);
         let step = step_buffer(&ctx, 0, n_tokens);
         let output = match mode {
             "to" => NormOutput::To(&out),
@@ -69,27 +70,15 @@ fn rms_norm_matches_reference_in_all_output_modes() {
             _ => NormOutput::InPlace,
         };
         let mut ops = OpList::new();
-        record_rms_norm(
-            &ctx,
-            &mut ops,
-            "norm",
-            &x_buf,
-            &w_buf,
-            output,
-            &step,
-            dim as u32,
-            rows_per_token,
-            1e-6,
-        )
-        .unwrap();
+        let norm = RmsNorm { weight: &w_buf, eps: 1e-6 };
+        record_rms_norm(&ctx, &mut ops, "norm", &x_buf, norm, output, &step).unwrap();
         run(&ctx, &ops, n_tokens);
         let (actual, want): (Vec<f32>, Vec<f64>) = match mode {
-            "to" => (ctx.read_f32(&out, count).unwrap(), expected.clone()),
-            "add" => (
-                ctx.read_f32(&out, count).unwrap(),
-                expected.iter().zip(&base).map(|(e, &b)| e + b as f64).collect(),
-            ),
-            _ => (ctx.read_f32(&x_buf, count).unwrap(), expected.clone()),
+            "to" => (read_tensor(&ctx, &out), expected.clone()),
+            "add" => {
+                (read_tensor(&ctx, &out), expected.iter().zip(&base).map(|(e, &b)| e + b as f64).collect())
+            }
+            _ => (read_tensor(&ctx, &x_buf), expected.clone()),
         };
         assert_close(&format!("rms_norm {mode}"), &actual, &want, 1e-5, 1e-5);
     }
@@ -123,10 +112,10 @@ fn rope_rotates_both_pair_styles() {
     let table = rope_table(&RopeFrequencies::plain(500.0), head_dim, max_positions);
     let gpu_table = RopeTable::new(&ctx, &RopeFrequencies::plain(500.0), head_dim, max_positions);
     for style in [RopeStyle::Interleaved, RopeStyle::Neox] {
-        let buf = f32_buffer(&ctx, &x);
+        let buf = f32_tensor(&ctx, (n_heads * head_dim) as usize, &x);
         let step = step_buffer(&ctx, pos, n_tokens);
         let mut ops = OpList::new();
-        record_rope(&ctx, &mut ops, "rope", &buf, &gpu_table, &step, style, n_heads, head_dim).unwrap();
+        record_rope(&ctx, &mut ops, "rope", &buf, &gpu_table, &step, RopeHeads { head_dim, style }).unwrap();
         run(&ctx, &ops, n_tokens);
         let mut expected: Vec<f64> = x.iter().map(|&v| v as f64).collect();
         let pairs = head_dim as usize / 2;
@@ -144,7 +133,7 @@ fn rope_rotates_both_pair_styles() {
                 expected[b] = x0 * s as f64 + x1 * c as f64;
             }
         }
-        assert_close(&format!("rope {style:?}"), &ctx.read_f32(&buf, count).unwrap(), &expected, 1e-6, 1e-6);
+        assert_close(&format!("rope {style:?}"), &read_tensor(&ctx, &buf), &expected, 1e-6, 1e-6);
     }
 }
 
@@ -167,10 +156,10 @@ fn rope_applies_frequency_divisors_and_attention_factor() {
     let count = (n_heads * head_dim * n_tokens) as usize;
     let x = values(count, 21);
     for style in [RopeStyle::Interleaved, RopeStyle::Neox] {
-        let buf = f32_buffer(&ctx, &x);
+        let buf = f32_tensor(&ctx, (n_heads * head_dim) as usize, &x);
         let mut ops = OpList::new();
         let step = step_buffer(&ctx, pos, n_tokens);
-        record_rope(&ctx, &mut ops, "rope", &buf, &gpu_table, &step, style, n_heads, head_dim).unwrap();
+        record_rope(&ctx, &mut ops, "rope", &buf, &gpu_table, &step, RopeHeads { head_dim, style }).unwrap();
         run(&ctx, &ops, n_tokens);
         let mut expected: Vec<f64> = x.iter().map(|&v| v as f64).collect();
         for row in 0..(n_heads * n_tokens) as usize {
@@ -189,7 +178,7 @@ fn rope_applies_frequency_divisors_and_attention_factor() {
             }
         }
         // f32 angles near 1,500 rad are good to ~1e-4.
-        assert_close(&format!("rope {style:?}"), &ctx.read_f32(&buf, count).unwrap(), &expected, 5e-4, 1e-4);
+        assert_close(&format!("rope {style:?}"), &read_tensor(&ctx, &buf), &expected, 5e-4, 1e-4);
     }
 }
 
@@ -200,14 +189,15 @@ fn add_row_adds_a_bias_to_every_token() {
     let (row_len, n_tokens) = (300u32, 4u32);
     let x = values((row_len * n_tokens) as usize, 31);
     let bias = values(row_len as usize, 32);
-    let (buf, bias_buf) = (f32_buffer(&ctx, &x), f32_buffer(&ctx, &bias));
+    let width = row_len as usize;
+    let (buf, bias_buf) = (f32_tensor(&ctx, width, &x), f32_tensor(&ctx, width, &bias));
     let step = step_buffer(&ctx, 0, n_tokens);
     let mut ops = OpList::new();
-    record_add_row(&ctx, &mut ops, "bias", &buf, &bias_buf, &step, row_len).unwrap();
+    record_add_row(&ctx, &mut ops, "bias", &buf, &bias_buf, &step).unwrap();
     run(&ctx, &ops, n_tokens);
     let expected: Vec<f64> =
         x.iter().enumerate().map(|(i, &v)| v as f64 + bias[i % row_len as usize] as f64).collect();
-    assert_close("add_row", &ctx.read_f32(&buf, x.len()).unwrap(), &expected, 1e-6, 1e-6);
+    assert_close("add_row", &read_tensor(&ctx, &buf), &expected, 1e-6, 1e-6);
 }
 
 struct AttentionCase {
@@ -239,22 +229,18 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     };
 
     let max_tokens = case.history.max(case.n_tokens) as usize;
-    let k_buf = ctx.zeroed_storage("k", (max_tokens * kv_dim * 4) as u64);
-    let v_buf = ctx.zeroed_storage("v", (max_tokens * kv_dim * 4) as u64);
-    let q_buf = f32_buffer(ctx, &queries);
-    let out = ctx.zeroed_storage("out", (case.n_tokens as usize * q_dim * 4) as u64);
+    let rows = |label: &str, rows: usize, width: usize| {
+        GpuTensor::zeroed(ctx, label, rows as u32, width as u32, Element::F32)
+    };
+    let k_buf = rows("k", max_tokens, kv_dim);
+    let v_buf = rows("v", max_tokens, kv_dim);
+    let q_buf = f32_tensor(ctx, q_dim, &queries);
+    let out = rows("out", case.n_tokens as usize, q_dim);
     let step = step_buffer(ctx, 0, case.history);
     let mut store = OpList::new();
     record_kv_store(ctx, &mut store, "store", &cache, &k_buf, &v_buf, &step).unwrap();
     let mut attend = OpList::new();
-    let layer = AttentionLayer {
-        cache: &cache,
-        output: &out,
-        step: &step,
-        n_heads: case.n_heads,
-        window: case.window,
-        scale,
-    };
+    let layer = AttentionLayer { cache: &cache, output: &out, step: &step, window: case.window, scale };
     if case.split {
         record_decode_attention(ctx, &mut attend, "attention", &q_buf, &layer).unwrap();
     } else {
@@ -271,9 +257,9 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     batches.push((case.history, case.n_tokens));
     for (pos, n) in batches {
         let range = pos as usize * kv_dim..(pos + n) as usize * kv_dim;
-        ctx.queue.write_buffer(&k_buf, 0, bytemuck::cast_slice(&keys[range.clone()]));
-        ctx.queue.write_buffer(&v_buf, 0, bytemuck::cast_slice(&vals[range]));
-        ctx.queue.write_buffer(&step, 0, bytemuck::cast_slice(&[pos, n, 0, 0]));
+        ctx.queue.write_buffer(k_buf.buffer(), 0, bytemuck::cast_slice(&keys[range.clone()]));
+        ctx.queue.write_buffer(v_buf.buffer(), 0, bytemuck::cast_slice(&vals[range]));
+        step.write(&ctx.queue, pos, n);
         run(ctx, &store, n);
     }
     run(ctx, &attend, case.n_tokens);
@@ -306,7 +292,7 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     // of 2⁻¹¹ in each, on scores of a few units and averages of values in [-1, 1].
     let flash = !case.split && FlashTile::for_cache(ctx, &cache).is_some();
     let (abs_tol, rel_tol) = if flash { (3e-3, 3e-3) } else { (2e-5, 1e-4) };
-    let actual = ctx.read_f32(&out, expected.len()).unwrap();
+    let actual = read_tensor(ctx, &out);
     assert_close(
         &format!(
             "attention (f16 cache: {}, subgroups: {}, split: {}, tensor cores: {flash})",
@@ -506,11 +492,10 @@ fn gated_activations_add_and_last_row_match_reference() {
     let up = values(count, 21);
     let step = step_buffer(&ctx, 0, n_tokens);
     for activation in [Activation::GeluTanh, Activation::Silu] {
-        let gate_buf = f32_buffer(&ctx, &gate);
-        let up_buf = f32_buffer(&ctx, &up);
+        let gate_buf = f32_tensor(&ctx, row_len as usize, &gate);
+        let up_buf = f32_tensor(&ctx, row_len as usize, &up);
         let mut ops = OpList::new();
-        let pair = GatePair { gate: &gate_buf, up: &up_buf, row_len };
-        record_gated_activation(&ctx, &mut ops, "act", pair, &step, activation).unwrap();
+        record_gated_activation(&ctx, &mut ops, "act", &gate_buf, &up_buf, &step, activation).unwrap();
         run(&ctx, &ops, n_tokens);
         let expected: Vec<f64> = gate
             .iter()
@@ -526,31 +511,19 @@ fn gated_activations_add_and_last_row_match_reference() {
                 a * u as f64
             })
             .collect();
-        assert_close(
-            &format!("{activation:?}"),
-            &ctx.read_f32(&gate_buf, count).unwrap(),
-            &expected,
-            1e-5,
-            1e-5,
-        );
+        assert_close(&format!("{activation:?}"), &read_tensor(&ctx, &gate_buf), &expected, 1e-5, 1e-5);
     }
 
-    let a = f32_buffer(&ctx, &gate);
-    let b = f32_buffer(&ctx, &up);
-    let last = ctx.zeroed_storage("last", u64::from(row_len) * 4);
+    let a = f32_tensor(&ctx, row_len as usize, &gate);
+    let b = f32_tensor(&ctx, row_len as usize, &up);
+    let last = GpuTensor::zeroed(&ctx, "last", 1, row_len, Element::F32);
     let mut ops = OpList::new();
-    record_add(&ctx, &mut ops, "add", &a, &b, &step, row_len).unwrap();
-    record_copy_last_row(&ctx, &mut ops, "last", &a, &last, &step, row_len).unwrap();
+    record_add(&ctx, &mut ops, "add", &a, &b, &step).unwrap();
+    record_copy_last_row(&ctx, &mut ops, "last", &a, &last, &step).unwrap();
     run(&ctx, &ops, n_tokens);
     let sums: Vec<f64> = gate.iter().zip(&up).map(|(&x, &y)| x as f64 + y as f64).collect();
-    assert_close("add", &ctx.read_f32(&a, count).unwrap(), &sums, 1e-6, 1e-6);
-    assert_close(
-        "last row",
-        &ctx.read_f32(&last, row_len as usize).unwrap(),
-        &sums[count - row_len as usize..],
-        1e-6,
-        1e-6,
-    );
+    assert_close("add", &read_tensor(&ctx, &a), &sums, 1e-6, 1e-6);
+    assert_close("last row", &read_tensor(&ctx, &last), &sums[count - row_len as usize..], 1e-6, 1e-6);
 }
 
 /// Reads back a KV cache buffer as f64, whichever precision it holds.
@@ -603,8 +576,9 @@ fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
     let table = rope_table(&RopeFrequencies::plain(10_000.0), case.rot_dim, max_positions);
     let gpu_table = RopeTable::new(ctx, &RopeFrequencies::plain(10_000.0), case.rot_dim, max_positions);
     let cache = KvCache::new(ctx, "test", case.cache_len, case.n_kv_heads, case.head_dim);
-    let (q_buf, k_buf, v_buf) = (f32_buffer(ctx, &q), f32_buffer(ctx, &k), f32_buffer(ctx, &v));
-    let (qn_buf, kn_buf) = (f32_buffer(ctx, &q_norm), f32_buffer(ctx, &k_norm));
+    let (q_buf, k_buf, v_buf) =
+        (f32_tensor(ctx, q_dim, &q), f32_tensor(ctx, kv_dim, &k), f32_tensor(ctx, kv_dim, &v));
+    let (qn_buf, kn_buf) = (f32_tensor(ctx, hd, &q_norm), f32_tensor(ctx, hd, &k_norm));
     let step = step_buffer(ctx, case.pos, case.n_tokens);
     let eps = 1e-6;
     let norms = case.norm.then_some(QkNorms { q: &qn_buf, k: &kn_buf, eps });
@@ -615,7 +589,7 @@ fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
         table: &gpu_table,
         style: case.style,
     };
-    record_qk_rope_store(ctx, &mut ops, "qk", &qk, &cache, &step, case.n_heads).unwrap();
+    record_qk_rope_store(ctx, &mut ops, "qk", &qk, &cache, &step).unwrap();
     run(ctx, &ops, case.n_tokens);
 
     let transform = |x: &[f32], w: &[f32], pos: usize| -> Vec<f64> {
@@ -645,13 +619,7 @@ fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
     }
     let label = format!("{:?} norm {} f16 {}", case.style, case.norm, cache.f16);
     // f32 norm and rotation as in the unfused kernels; the cache adds f16 rounding (2^-11 relative).
-    assert_close(
-        &format!("q ({label})"),
-        &ctx.read_f32(&q_buf, expected_q.len()).unwrap(),
-        &expected_q,
-        1e-5,
-        1e-5,
-    );
+    assert_close(&format!("q ({label})"), &read_tensor(ctx, &q_buf), &expected_q, 1e-5, 1e-5);
     let cache_tol = if cache.f16 { 1e-3 } else { 1e-5 };
     let got_k = read_cache(ctx, &cache, &cache.k, cache_floats);
     let got_v = read_cache(ctx, &cache, &cache.v, cache_floats);
@@ -751,7 +719,7 @@ fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
     let v = values(kv_dim, 44);
     let (q_norm, k_norm) = (values(hd, 45), values(hd, 46));
     let table = RopeTable::new(ctx, &RopeFrequencies::plain(10_000.0), case.rot_dim, 4096);
-    let (qn_buf, kn_buf) = (f32_buffer(ctx, &q_norm), f32_buffer(ctx, &k_norm));
+    let (qn_buf, kn_buf) = (f32_tensor(ctx, hd, &q_norm), f32_tensor(ctx, hd, &k_norm));
     let norms = case.norm.then_some(QkNorms { q: &qn_buf, k: &kn_buf, eps: 1e-6 });
     let scale = 1.0 / (case.head_dim as f32).sqrt();
     let label = format!(
@@ -763,20 +731,28 @@ fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
     for fused in [false, true] {
         let cache = KvCache::new(ctx, "test", case.cache_len, case.n_kv_heads, case.head_dim);
         // The history, one token at a time, so a ring keeps the window's last keys.
-        let (k_row, v_row) =
-            (ctx.zeroed_storage("k row", kv_dim as u64 * 4), ctx.zeroed_storage("v row", kv_dim as u64 * 4));
+        let row = |label: &str| GpuTensor::zeroed(ctx, label, 1, kv_dim as u32, Element::F32);
+        let (k_row, v_row) = (row("k row"), row("v row"));
         let step = step_buffer(ctx, 0, 1);
         let mut store = OpList::new();
         record_kv_store(ctx, &mut store, "store", &cache, &k_row, &v_row, &step).unwrap();
         for pos in 0..case.history as usize {
-            ctx.queue.write_buffer(&k_row, 0, bytemuck::cast_slice(&history_k[pos * kv_dim..][..kv_dim]));
-            ctx.queue.write_buffer(&v_row, 0, bytemuck::cast_slice(&history_v[pos * kv_dim..][..kv_dim]));
-            ctx.queue.write_buffer(&step, 0, bytemuck::cast_slice(&[pos as u32, 1, 0, 0]));
+            let write = |tensor: &GpuTensor, values: &[f32]| {
+                ctx.queue.write_buffer(
+                    tensor.buffer(),
+                    0,
+                    bytemuck::cast_slice(&values[pos * kv_dim..][..kv_dim]),
+                )
+            };
+            write(&k_row, &history_k);
+            write(&v_row, &history_v);
+            step.write(&ctx.queue, pos as u32, 1);
             run(ctx, &store, 1);
         }
-        ctx.queue.write_buffer(&step, 0, bytemuck::cast_slice(&[case.history, 1, 0, 0]));
-        let (q_buf, k_buf, v_buf) = (f32_buffer(ctx, &q), f32_buffer(ctx, &k), f32_buffer(ctx, &v));
-        let out = ctx.zeroed_storage("out", q_dim as u64 * 4);
+        step.write(&ctx.queue, case.history, 1);
+        let (q_buf, k_buf, v_buf) =
+            (f32_tensor(ctx, q_dim, &q), f32_tensor(ctx, kv_dim, &k), f32_tensor(ctx, kv_dim, &v));
+        let out = GpuTensor::zeroed(ctx, "out", 1, q_dim as u32, Element::F32);
         let qk = QkStep {
             rows: QkvRows { q: &q_buf, k: &k_buf, v: &v_buf },
             norms,
@@ -784,26 +760,19 @@ fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
             style: case.style,
         };
         let mut ops = OpList::new();
-        let layer = AttentionLayer {
-            cache: &cache,
-            output: &out,
-            step: &step,
-            n_heads: case.n_heads,
-            window: case.window,
-            scale,
-        };
+        let layer = AttentionLayer { cache: &cache, output: &out, step: &step, window: case.window, scale };
         if fused {
             record_decode_attention_with_qk_step(ctx, &mut ops, "qk", "attention", &qk, &layer).unwrap();
             // Slices (with the q/k step) and merge: one dispatch fewer than the separate path.
             assert_eq!(ops.len(), 2, "{label}: the slices did not take the q/k step over");
         } else {
-            record_qk_rope_store(ctx, &mut ops, "qk", &qk, &cache, &step, case.n_heads).unwrap();
+            record_qk_rope_store(ctx, &mut ops, "qk", &qk, &cache, &step).unwrap();
             record_decode_attention(ctx, &mut ops, "attention", &q_buf, &layer).unwrap();
         }
         run(ctx, &ops, 1);
         let cache_values = case.cache_len as usize * kv_dim;
         results.push((
-            ctx.read_f32(&out, q_dim).unwrap(),
+            read_tensor(ctx, &out),
             read_cache(ctx, &cache, &cache.k, cache_values),
             read_cache(ctx, &cache, &cache.v, cache_values),
         ));
@@ -888,23 +857,13 @@ fn fused_residual_norm_matches_add_then_norm() {
         let next_w = values(dim, 43);
         let step = step_buffer(&ctx, 0, n_tokens);
         for post in [false, true] {
-            let (x_buf, h_buf) = (f32_buffer(&ctx, &block_out), f32_buffer(&ctx, &hidden));
-            let (post_buf, next_buf) = (f32_buffer(&ctx, &post_w), f32_buffer(&ctx, &next_w));
-            let normed = ctx.zeroed_storage("normed", (count * 4) as u64);
+            let (x_buf, h_buf) = (f32_tensor(&ctx, dim, &block_out), f32_tensor(&ctx, dim, &hidden));
+            let (post_buf, next_buf) = (f32_tensor(&ctx, dim, &post_w), f32_tensor(&ctx, dim, &next_w));
+            let normed = GpuTensor::zeroed(&ctx, "normed", n_tokens, dim as u32, Element::F32);
             let mut ops = OpList::new();
             let rows = ResidualRows { block_out: &x_buf, hidden: &h_buf, normed: &normed };
-            record_residual_norm(
-                &ctx,
-                &mut ops,
-                "residual",
-                rows,
-                post.then_some(&post_buf),
-                &next_buf,
-                &step,
-                dim as u32,
-                eps,
-            )
-            .unwrap();
+            let norms = ResidualNorms { post_norm: post.then_some(&post_buf), next_norm: &next_buf, eps };
+            record_residual_norm(&ctx, &mut ops, "residual", rows, norms, &step).unwrap();
             run(&ctx, &ops, n_tokens);
             let added: Vec<f64> = if post {
                 rms_norm_reference(&block_out, &post_w, dim, eps)
@@ -915,16 +874,10 @@ fn fused_residual_norm_matches_add_then_norm() {
             let as_f32: Vec<f32> = new_hidden.iter().map(|&v| v as f32).collect();
             let expected_normed = rms_norm_reference(&as_f32, &next_w, dim, eps);
             let label = format!("dim {dim}, post norm {post}");
-            assert_close(
-                &format!("hidden ({label})"),
-                &ctx.read_f32(&h_buf, count).unwrap(),
-                &new_hidden,
-                1e-5,
-                1e-5,
-            );
+            assert_close(&format!("hidden ({label})"), &read_tensor(&ctx, &h_buf), &new_hidden, 1e-5, 1e-5);
             assert_close(
                 &format!("normed ({label})"),
-                &ctx.read_f32(&normed, count).unwrap(),
+                &read_tensor(&ctx, &normed),
                 &expected_normed,
                 1e-5,
                 1e-5,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use doppler_engine::{
-    gpu::{GpuContext, GpuOptions, OpList},
+    gpu::{GpuContext, GpuOptions, GpuTensor, OpList, StepBuffer},
     Engine, EngineOptions,
 };
 
@@ -39,13 +39,21 @@ pub fn values(count: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-pub fn f32_buffer(ctx: &GpuContext, data: &[f32]) -> wgpu::Buffer {
-    ctx.storage_buffer("data", bytemuck::cast_slice(data))
+/// An f32 tensor of `data`, `width` values a row.
+pub fn f32_tensor(ctx: &GpuContext, width: usize, data: &[f32]) -> GpuTensor {
+    GpuTensor::from_f32(ctx, "data", width as u32, data)
+}
+
+/// Every value of an f32 tensor, read back.
+pub fn read_tensor(ctx: &GpuContext, tensor: &GpuTensor) -> Vec<f32> {
+    ctx.read_f32(tensor.buffer(), tensor.len() as usize).expect("read back")
 }
 
 /// The step buffer kernels read their position and token count from.
-pub fn step_buffer(ctx: &GpuContext, pos: u32, n_tokens: u32) -> wgpu::Buffer {
-    ctx.storage_buffer("step", bytemuck::cast_slice(&[pos, n_tokens, 0, 0]))
+pub fn step_buffer(ctx: &GpuContext, pos: u32, n_tokens: u32) -> StepBuffer {
+    let step = StepBuffer::new(ctx);
+    step.write(&ctx.queue, pos, n_tokens);
+    step
 }
 
 /// Encodes `ops` for `n_tokens` and submits them.

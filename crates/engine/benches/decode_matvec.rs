@@ -10,7 +10,7 @@ use std::{sync::Arc, time::Instant};
 
 use doppler_engine::{
     gguf::GgmlType,
-    gpu::{GpuContext, GpuMatrix, GpuOptions, OpList, StackedMatrix},
+    gpu::{Element, GpuContext, GpuMatrix, GpuOptions, GpuTensor, OpList, StackedMatrix},
     kernels::{
         elementwise::Activation,
         matmul::{
@@ -188,18 +188,22 @@ fn options() -> Options {
     options
 }
 
-fn f32_buffer(ctx: &GpuContext, label: &str, values: &[f32]) -> wgpu::Buffer {
-    ctx.storage_buffer(label, bytemuck::cast_slice(values))
+fn row(ctx: &GpuContext, label: &str, values: &[f32]) -> GpuTensor {
+    GpuTensor::from_f32(ctx, label, values.len() as u32, values)
 }
 
-/// Buffers of a decode step's vectors: an input, a residual stream, norms around 1.
+fn zeroed_row(ctx: &GpuContext, label: &str, width: u64) -> GpuTensor {
+    GpuTensor::zeroed(ctx, label, 1, width as u32, Element::F32)
+}
+
+/// A decode step's vectors: an input, a residual stream, norms around 1.
 struct Vectors {
-    input: wgpu::Buffer,
-    norm: wgpu::Buffer,
-    stream_in: wgpu::Buffer,
-    stream_out: wgpu::Buffer,
-    output: wgpu::Buffer,
-    outputs: Vec<wgpu::Buffer>,
+    input: GpuTensor,
+    norm: GpuTensor,
+    stream_in: GpuTensor,
+    stream_out: GpuTensor,
+    output: GpuTensor,
+    outputs: Vec<GpuTensor>,
 }
 
 impl Vectors {
@@ -208,16 +212,16 @@ impl Vectors {
         let ramp: Vec<f32> = (0..n).map(|i| ((i % 17) as f32 - 8.0) * 0.05).collect();
         let outputs = match case.product {
             Product::NormedStack(parts) => {
-                parts.iter().map(|&rows| ctx.zeroed_storage("output part", rows * 4)).collect()
+                parts.iter().map(|&rows| zeroed_row(ctx, "output part", rows)).collect()
             }
             _ => Vec::new(),
         };
         Self {
-            input: f32_buffer(ctx, "input", &ramp),
-            norm: f32_buffer(ctx, "norm", &vec![1.0; n]),
-            stream_in: f32_buffer(ctx, "stream in", &ramp),
-            stream_out: ctx.zeroed_storage("stream out", case.row_len * 4),
-            output: ctx.zeroed_storage("output", case.rows * 4),
+            input: row(ctx, "input", &ramp),
+            norm: row(ctx, "norm", &vec![1.0; n]),
+            stream_in: row(ctx, "stream in", &ramp),
+            stream_out: zeroed_row(ctx, "stream out", case.row_len),
+            output: zeroed_row(ctx, "output", case.rows),
             outputs,
         }
     }
@@ -241,8 +245,7 @@ fn record(ctx: &GpuContext, case: &Case, vectors: &Vectors, chain: usize) -> OpL
             let w = GpuMatrix::upload(ctx, case.name, case.ty, case.row_len, case.rows, &bytes(case.rows))
                 .expect("upload");
             for _ in 0..chain {
-                record_matvec(ctx, &mut ops, case.name, &w, &vectors.input, 0, &vectors.output, 0)
-                    .expect("record");
+                record_matvec(ctx, &mut ops, case.name, &w, &vectors.input, &vectors.output).expect("record");
             }
         }
         Product::NormedStack(parts) => {
@@ -250,7 +253,7 @@ fn record(ctx: &GpuContext, case: &Case, vectors: &Vectors, chain: usize) -> OpL
             let named: Vec<(&str, u64, &[u8])> =
                 parts.iter().zip(&data).map(|(&rows, data)| ("part", rows, data.as_slice())).collect();
             let stack = StackedMatrix::upload(ctx, case.name, case.ty, case.row_len, &named).expect("upload");
-            let outputs: Vec<&wgpu::Buffer> = vectors.outputs.iter().collect();
+            let outputs: Vec<&GpuTensor> = vectors.outputs.iter().collect();
             for _ in 0..chain {
                 record_stacked_matvec(ctx, &mut ops, case.name, &stack, vectors.normed(), &outputs)
                     .expect("record");

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::{
     generate::{GenerateError, Session},
-    gpu::{GpuContext, OpList},
+    gpu::{Element, GpuContext, GpuTensor, OpList, StepBuffer},
     kernels::matmul::record_matmul,
     load::LoadedModel,
 };
@@ -15,7 +15,7 @@ impl Session {
     pub fn logits_after(&mut self, tokens: &[u32]) -> Result<Vec<f32>, GenerateError> {
         self.prefill_fresh(tokens)?;
         let model = self.model();
-        Ok(model.gpu().read_f32(&self.activations().logits, model.config().vocab_size as usize)?)
+        Ok(model.gpu().read_f32(self.activations().logits.buffer(), model.config().vocab_size as usize)?)
     }
 }
 
@@ -61,16 +61,16 @@ impl Scorer {
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("lm head rows") });
             encoder.copy_buffer_to_buffer(
-                &self.session.activations().normed,
+                self.session.activations().normed.buffer(),
                 first_row * hidden_bytes,
-                &rows.input,
+                rows.input.buffer(),
                 0,
                 group.len() as u64 * hidden_bytes,
             );
-            ctx.queue.write_buffer(&rows.step, 0, bytemuck::cast_slice(&[0u32, group.len() as u32, 0, 0]));
+            rows.step.write(&ctx.queue, 0, group.len() as u32);
             rows.ops.encode(&mut encoder, group.len() as u32, None);
             ctx.queue.submit([encoder.finish()]);
-            let logits = ctx.read_f32(&rows.logits, group.len() * vocab)?;
+            let logits = ctx.read_f32(rows.logits.buffer(), group.len() * vocab)?;
             for (row, &position) in group.iter().enumerate() {
                 nlls.push(negative_log_likelihood(
                     &logits[row * vocab..(row + 1) * vocab],
@@ -85,9 +85,9 @@ impl Scorer {
 /// The LM head over up to `capacity` rows of final-normed hidden states.
 struct RowLogits {
     capacity: u32,
-    step: wgpu::Buffer,
-    input: wgpu::Buffer,
-    logits: wgpu::Buffer,
+    step: StepBuffer,
+    input: GpuTensor,
+    logits: GpuTensor,
     ops: OpList,
 }
 
@@ -95,21 +95,12 @@ impl RowLogits {
     fn new(ctx: &GpuContext, model: &LoadedModel) -> Result<RowLogits, GenerateError> {
         let vocab_bytes = u64::from(model.config().vocab_size) * 4;
         let capacity = (ctx.caps.max_storage_binding / vocab_bytes).clamp(1, 32) as u32;
-        let step = ctx.zeroed_storage("row logits step", 16);
-        let input = ctx
-            .zeroed_storage("row logits input", u64::from(capacity) * u64::from(model.config().hidden) * 4);
-        let logits = ctx.zeroed_storage("row logits", u64::from(capacity) * vocab_bytes);
+        let step = StepBuffer::new(ctx);
+        let config = model.config();
+        let input = GpuTensor::zeroed(ctx, "row logits input", capacity, config.hidden, Element::F32);
+        let logits = GpuTensor::zeroed(ctx, "row logits", capacity, config.vocab_size, Element::F32);
         let mut ops = OpList::new();
-        record_matmul(
-            ctx,
-            &mut ops,
-            "lm head rows",
-            model.weights().lm_head(),
-            &input,
-            &logits,
-            &step,
-            capacity,
-        )?;
+        record_matmul(ctx, &mut ops, "lm head rows", model.weights().lm_head(), &input, &logits, &step)?;
         Ok(RowLogits { capacity, step, input, logits, ops })
     }
 }

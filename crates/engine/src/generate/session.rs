@@ -46,7 +46,7 @@ impl Session {
             &model.weights,
             model.info.context_len,
             model.max_batch,
-            &|ops: &mut OpList, acts| sampler.record(&ctx, ops, &acts.logits, 0, &acts.tokens, &acts.step),
+            &|ops: &mut OpList, acts| sampler.record(&ctx, ops, &acts.logits, &acts.tokens, &acts.step),
         )?;
         let readbacks = std::array::from_fn(|_| {
             ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -155,9 +155,8 @@ impl Session {
     /// returns the sampled token.
     fn run_step(&mut self, chunk: &[u32], timed: bool) -> Result<u32, GenerateError> {
         let queue = &self.model.ctx.queue;
-        queue.write_buffer(&self.graph.acts.tokens, 0, bytemuck::cast_slice(chunk));
-        let step = [self.cached.len() as u32, chunk.len() as u32, 0, 0];
-        queue.write_buffer(&self.graph.acts.step, 0, bytemuck::cast_slice(&step));
+        queue.write_buffer(self.graph.acts.tokens.buffer(), 0, bytemuck::cast_slice(chunk));
+        self.graph.acts.step.write(queue, self.cached.len() as u32, chunk.len() as u32);
         self.cached.extend_from_slice(chunk);
         let sampled = self.submit_and_read(chunk.len() as u32, timed);
         if sampled.is_err() {
@@ -177,7 +176,7 @@ impl Session {
             _ => None,
         };
         self.graph.prefill.encode(&mut encoder, n_tokens, self.profiler.as_ref().or(sampled));
-        encoder.copy_buffer_to_buffer(&self.graph.acts.tokens, 0, &self.readbacks[0], 0, 4);
+        encoder.copy_buffer_to_buffer(self.graph.acts.tokens.buffer(), 0, &self.readbacks[0], 0, 4);
         ctx.submit("prefill step", encoder);
         let bytes = ctx.map_and_read(&self.readbacks[0], 4)?;
         if let Some(profiler) = &self.profiler {
@@ -309,7 +308,7 @@ impl Session {
         for step in 0..steps {
             self.graph.decode.encode(&mut encoder, 1, profiler);
             encoder.copy_buffer_to_buffer(
-                &self.graph.acts.tokens,
+                self.graph.acts.tokens.buffer(),
                 0,
                 &self.readbacks[readback],
                 step as u64 * 4,

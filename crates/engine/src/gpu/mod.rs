@@ -9,6 +9,7 @@ mod op_list;
 mod pipeline_cache;
 mod profiler;
 pub mod shader;
+mod tensor;
 mod upload_staging;
 mod weights;
 
@@ -22,4 +23,5 @@ pub use op_list::{grid, Dispatch, DispatchSwitch, OpList, WeightBytes, Workgroup
 pub use pipeline_cache::{PipelineCache, PipelineError};
 pub use profiler::{KernelProfiler, KernelTiming, WeightTraffic};
 pub use shader::Define;
+pub use tensor::{Element, GpuTensor, StepBuffer};
 pub use weights::{GpuMatrix, MatrixChunk, StackPart, StackedMatrix, WeightUploadError};

@@ -1,11 +1,11 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{
-    base_defines,
+    base_defines, check_same_rows, check_width,
     fused_qk::{record_qk_rope_store, QkStep},
     make_dispatch, threads_per_token, workgroups_per_token, KernelError,
 };
-use crate::gpu::{grid, Define, GpuContext, OpList, Workgroups};
+use crate::gpu::{grid, Define, GpuContext, GpuTensor, OpList, StepBuffer, Workgroups};
 
 /// One layer's keys and values: [cache_len, n_kv_heads, head_dim], f16 where the adapter has
 /// shader-f16, else f32. Position p lives in slot p mod cache_len, so a sliding-window layer
@@ -69,17 +69,19 @@ fn kv_store_params_match_wgsl() {
     super::wgsl_layout::assert_wgsl_layout!(KvStoreParams, "kv_store.wgsl", "Params", { row_len: u32, cache_len: u32 });
 }
 
-/// Records copying this step's `keys` and `values` ([n_tokens, n_kv_heads·head_dim]) into the cache.
+/// Records copying this step's `keys` and `values` (rows of n_kv_heads·head_dim) into the cache.
 pub fn record_kv_store(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
     cache: &KvCache,
-    keys: &wgpu::Buffer,
-    values: &wgpu::Buffer,
-    step: &wgpu::Buffer,
+    keys: &GpuTensor,
+    values: &GpuTensor,
+    step: &StepBuffer,
 ) -> Result<(), KernelError> {
     let row_len = cache.n_kv_heads * cache.head_dim;
+    check_width("kv store", "keys", keys, row_len)?;
+    check_width("kv store", "values", values, row_len)?;
     let params =
         ctx.uniform_buffer(label, &KvStoreParams { row_len, cache_len: cache.cache_len, _pad: [0; 2] });
     let defines = cache.defines();
@@ -91,7 +93,7 @@ pub fn record_kv_store(
             "kv_store.wgsl",
             "main",
             &defines,
-            &[source, target, step, &params],
+            &[source.buffer(), target, step.buffer(), &params],
             threads_per_token(ctx, row_len),
         )?);
     }
@@ -119,10 +121,10 @@ fn attention_params_match_wgsl() {
 
 impl AttentionParams {
     /// Without a q/k step in the kernel.
-    fn new(layer: &AttentionLayer) -> Self {
+    fn new(layer: &AttentionLayer, n_heads: u32) -> Self {
         let cache = layer.cache;
         Self {
-            n_heads: layer.n_heads,
+            n_heads,
             n_kv_heads: cache.n_kv_heads,
             cache_len: cache.cache_len,
             window: layer.window,
@@ -134,32 +136,30 @@ impl AttentionParams {
     }
 }
 
-/// What every attention recorder takes besides its queries: causal attention of `n_heads`
-/// query heads over `cache` into `output` [n_tokens, n_heads, head_dim] for the tokens of
-/// `step`, scores scaled by `scale`. `window` 0 means full attention; otherwise a query at p
-/// sees keys p - window + 1 ..= p.
+/// What every attention recorder takes besides its queries: causal attention over `cache`
+/// into `output` (rows of the query heads' width) for the tokens of `step`, scores scaled by
+/// `scale`. `window` 0 means full attention; otherwise a query at p sees keys p - window + 1 ..= p.
 #[derive(Clone, Copy)]
 pub struct AttentionLayer<'a> {
     pub cache: &'a KvCache,
-    pub output: &'a wgpu::Buffer,
-    pub step: &'a wgpu::Buffer,
-    pub n_heads: u32,
+    pub output: &'a GpuTensor,
+    pub step: &'a StepBuffer,
     pub window: u32,
     pub scale: f32,
 }
 
-/// Records attention of `queries` [n_tokens, n_heads, head_dim] as `layer` says.
+/// Records attention of `queries` (rows of n_heads · head_dim) as `layer` says.
 pub fn record_attention(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    queries: &wgpu::Buffer,
+    queries: &GpuTensor,
     layer: &AttentionLayer,
 ) -> Result<(), KernelError> {
-    let AttentionLayer { cache, output, step, n_heads, .. } = *layer;
-    check_heads(cache, n_heads)?;
-    let params = ctx.uniform_buffer(label, &AttentionParams::new(layer));
-    let buffers = [queries, &cache.k, &cache.v, output, step, &params];
+    let AttentionLayer { cache, output, step, .. } = *layer;
+    let n_heads = check_heads(queries, layer)?;
+    let params = ctx.uniform_buffer(label, &AttentionParams::new(layer, n_heads));
+    let buffers = [queries.buffer(), &cache.k, &cache.v, output.buffer(), step.buffer(), &params];
     if let Some(tile) = FlashTile::for_cache(ctx, cache) {
         let max = ctx.caps.max_workgroups_per_dimension;
         let workgroups =
@@ -298,10 +298,10 @@ pub fn record_decode_attention(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    queries: &wgpu::Buffer,
+    queries: &GpuTensor,
     layer: &AttentionLayer,
 ) -> Result<(), KernelError> {
-    check_heads(layer.cache, layer.n_heads)?;
+    check_heads(queries, layer)?;
     if !split_fits(layer.cache) {
         // The split kernels give each thread one vec4 column of a head; other head sizes
         // take the general kernel, which handles a single token as well.
@@ -321,13 +321,13 @@ pub fn record_decode_attention_with_qk_step(
     qk: &QkStep,
     layer: &AttentionLayer,
 ) -> Result<(), KernelError> {
-    let AttentionLayer { cache, step, n_heads, .. } = *layer;
-    check_heads(cache, n_heads)?;
-    qk.check("attention", cache.head_dim)?;
+    let AttentionLayer { cache, step, .. } = *layer;
+    check_heads(qk.rows.q, layer)?;
+    qk.check("attention", cache)?;
     // q, both caches, the slices' values and stats, step, raw k and v, the table, the norms.
     let storage_buffers = 9 + if qk.norms.is_some() { 2 } else { 0 };
     if !split_fits(cache) || storage_buffers > ctx.caps.max_storage_buffers_per_stage {
-        record_qk_rope_store(ctx, ops, qk_label, qk, cache, step, n_heads)?;
+        record_qk_rope_store(ctx, ops, qk_label, qk, cache, step)?;
         return record_decode_attention(ctx, ops, label, qk.rows.q, layer);
     }
     record_split_attention(ctx, ops, label, qk.rows.q, layer, Some((qk_label, qk)))
@@ -343,14 +343,15 @@ fn record_split_attention(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    queries: &wgpu::Buffer,
+    queries: &GpuTensor,
     layer: &AttentionLayer,
     qk: Option<(&str, &QkStep)>,
 ) -> Result<(), KernelError> {
-    let AttentionLayer { cache, output, step, n_heads, window, .. } = *layer;
+    let AttentionLayer { cache, output, step, window, .. } = *layer;
+    let n_heads = check_heads(queries, layer)?;
     let max_keys = if window > 0 { window.min(cache.cache_len) } else { cache.cache_len };
     let slices = key_slices(max_keys);
-    let mut params = AttentionParams::new(layer);
+    let mut params = AttentionParams::new(layer, n_heads);
     if let Some((_, qk)) = qk {
         (params.rot_dim, params.max_positions, params.eps) =
             (qk.table.rot_dim, qk.table.max_positions, qk.eps());
@@ -369,7 +370,8 @@ fn record_split_attention(
     ]);
     let max = ctx.caps.max_workgroups_per_dimension;
     let mut partial_defines = [defines.as_slice(), &[Define::flag("SPLIT")]].concat();
-    let mut partial_buffers = vec![queries, &cache.k, &cache.v, &split_acc, &split_stats, step, &params];
+    let mut partial_buffers =
+        vec![queries.buffer(), &cache.k, &cache.v, &split_acc, &split_stats, step.buffer(), &params];
     let mut slices_label = format!("{label} slices");
     if let Some((qk_label, qk)) = qk {
         // One layer prefix, `blk.3.qk_norm_rope_store+attention slices`, so the profiler's
@@ -377,7 +379,7 @@ fn record_split_attention(
         slices_label = format!("{qk_label}+{}", slices_label.rsplit('.').next().unwrap_or(&slices_label));
         partial_defines.push(Define::flag("ROPE_STORE"));
         partial_defines.extend(qk.defines());
-        partial_buffers.extend([qk.rows.k, qk.rows.v]);
+        partial_buffers.extend([qk.rows.k.buffer(), qk.rows.v.buffer()]);
         partial_buffers.extend(qk.table_and_norms());
     }
     ops.push(make_dispatch(
@@ -396,13 +398,26 @@ fn record_split_attention(
         "attention.wgsl",
         "split_combine",
         &merge_defines,
-        &[&split_acc, &split_stats, output],
+        &[&split_acc, &split_stats, output.buffer()],
         Workgroups::Fixed(grid(n_heads, max)),
     )?);
     Ok(())
 }
 
-fn check_heads(cache: &KvCache, n_heads: u32) -> Result<(), KernelError> {
+/// Errors unless `queries` and the layer's output are rows of whole heads of the cache's size,
+/// a multiple of its kv heads; returns the query heads.
+fn check_heads(queries: &GpuTensor, layer: &AttentionLayer) -> Result<u32, KernelError> {
+    let cache = layer.cache;
+    if cache.head_dim == 0 || queries.width() == 0 || !queries.width().is_multiple_of(cache.head_dim) {
+        return Err(KernelError::InvalidShape {
+            kernel: "attention",
+            message: format!("queries {} are not heads of {} values", queries.describe(), cache.head_dim),
+        });
+    }
+    check_width("attention", "queries", queries, queries.width())?;
+    check_width("attention", "output", layer.output, queries.width())?;
+    check_same_rows("attention", ("queries", queries), ("output", layer.output))?;
+    let n_heads = queries.width() / cache.head_dim;
     if !n_heads.is_multiple_of(cache.n_kv_heads) {
         return Err(KernelError::InvalidShape {
             kernel: "attention",
@@ -415,7 +430,7 @@ fn check_heads(cache: &KvCache, n_heads: u32) -> Result<(), KernelError> {
             message: format!("head dimension {} is not a multiple of 4", cache.head_dim),
         });
     }
-    Ok(())
+    Ok(n_heads)
 }
 
 #[cfg(test)]

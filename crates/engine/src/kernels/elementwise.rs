@@ -1,7 +1,7 @@
 use bytemuck::{Pod, Zeroable};
 
-use super::{base_defines, make_dispatch, threads_per_token, KernelError};
-use crate::gpu::{grid, Define, GpuContext, OpList, Workgroups};
+use super::{base_defines, check_width, make_dispatch, threads_per_token, KernelError};
+use crate::gpu::{grid, Define, GpuContext, GpuTensor, OpList, StepBuffer, Workgroups};
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -40,23 +40,18 @@ pub enum Activation {
     Silu,
 }
 
-/// The two halves of a gated feed-forward input, each [n_tokens, row_len].
-pub struct GatePair<'a> {
-    pub gate: &'a wgpu::Buffer,
-    pub up: &'a wgpu::Buffer,
-    pub row_len: u32,
-}
-
-/// Records `gate = act(gate) · up` over [n_tokens, row_len].
+/// Records `gate = act(gate) · up` per token of the step.
 pub fn record_gated_activation(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    pair: GatePair<'_>,
-    step: &wgpu::Buffer,
+    gate: &GpuTensor,
+    up: &GpuTensor,
+    step: &StepBuffer,
     activation: Activation,
 ) -> Result<(), KernelError> {
-    let GatePair { gate, up, row_len } = pair;
+    let row_len = gate.width();
+    check_width("gated activation", "up", up, row_len)?;
     let params = ctx.uniform_buffer(label, &RowParams { row_len, _pad: [0; 3] });
     let mut defines = base_defines();
     if activation == Activation::GeluTanh {
@@ -68,22 +63,23 @@ pub fn record_gated_activation(
         "elementwise.wgsl",
         "gated_activation",
         &defines,
-        &[gate, up, step, &params],
+        &[gate.buffer(), up.buffer(), step.buffer(), &params],
         threads_per_token(ctx, row_len),
     )?);
     Ok(())
 }
 
-/// Records `target += addend` over [n_tokens, row_len]: a residual connection.
+/// Records `target += addend` per token of the step: a residual connection.
 pub fn record_add(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    target: &wgpu::Buffer,
-    addend: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    row_len: u32,
+    target: &GpuTensor,
+    addend: &GpuTensor,
+    step: &StepBuffer,
 ) -> Result<(), KernelError> {
+    let row_len = target.width();
+    check_width("add", "addend", addend, row_len)?;
     let params = ctx.uniform_buffer(label, &RowParams { row_len, _pad: [0; 3] });
     ops.push(make_dispatch(
         ctx,
@@ -91,22 +87,23 @@ pub fn record_add(
         "elementwise.wgsl",
         "add",
         &base_defines(),
-        &[target, addend, step, &params],
+        &[target.buffer(), addend.buffer(), step.buffer(), &params],
         threads_per_token(ctx, row_len),
     )?);
     Ok(())
 }
 
-/// Records `rows[t] += row` for every token t of [n_tokens, row_len]: a bias.
+/// Records `rows[t] += row` for every token t of the step: a bias.
 pub fn record_add_row(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    rows: &wgpu::Buffer,
-    row: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    row_len: u32,
+    rows: &GpuTensor,
+    row: &GpuTensor,
+    step: &StepBuffer,
 ) -> Result<(), KernelError> {
+    let row_len = rows.width();
+    check_width("add row", "row", row, row_len)?;
     let params = ctx.uniform_buffer(label, &RowParams { row_len, _pad: [0; 3] });
     ops.push(make_dispatch(
         ctx,
@@ -114,22 +111,23 @@ pub fn record_add_row(
         "elementwise.wgsl",
         "add_row",
         &base_defines(),
-        &[rows, row, step, &params],
+        &[rows.buffer(), row.buffer(), step.buffer(), &params],
         threads_per_token(ctx, row_len),
     )?);
     Ok(())
 }
 
-/// Records copying the last token's row of `rows` [n_tokens, row_len] into `last`.
+/// Records copying the step's last token's row of `rows` into `last`.
 pub fn record_copy_last_row(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    rows: &wgpu::Buffer,
-    last: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    row_len: u32,
+    rows: &GpuTensor,
+    last: &GpuTensor,
+    step: &StepBuffer,
 ) -> Result<(), KernelError> {
+    let row_len = rows.width();
+    check_width("copy last row", "last", last, row_len)?;
     let params = ctx.uniform_buffer(label, &RowParams { row_len, _pad: [0; 3] });
     let workgroups = Workgroups::Fixed(grid(
         row_len.div_ceil(super::WORKGROUP_SIZE),
@@ -141,34 +139,53 @@ pub fn record_copy_last_row(
         "elementwise.wgsl",
         "copy_last_row",
         &base_defines(),
-        &[rows, last, step, &params],
+        &[rows.buffer(), last.buffer(), step.buffer(), &params],
         workgroups,
     )?);
     Ok(())
 }
 
-/// Records `sum[t, i] = Σ_s slices[s · slice_stride + t · row_len + i]` over [n_tokens, row_len]:
-/// adds up the partial sums of a split-K matmul.
-#[allow(clippy::too_many_arguments)]
+/// How a split-K matmul lays out its partial sums in a scratch tensor: `count` slices of
+/// [n_tokens, row_len], `stride` elements apart.
+#[derive(Debug, Clone, Copy)]
+pub struct KSlices {
+    pub count: u32,
+    pub stride: u32,
+}
+
+/// Records `sum[t, i] = Σ_s slices[s · stride + t · row_len + i]` per token of the step, with
+/// `row_len` the width of `sum`: adds up the partial sums of a split-K matmul.
 pub fn record_sum_slices(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    slices: &wgpu::Buffer,
-    sum: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    row_len: u32,
-    count: u32,
-    slice_stride: u32,
+    slices: (&GpuTensor, KSlices),
+    sum: &GpuTensor,
+    step: &StepBuffer,
 ) -> Result<(), KernelError> {
-    let params = ctx.uniform_buffer(label, &SliceParams { row_len, slices: count, slice_stride, _pad: 0 });
+    let (scratch, KSlices { count, stride }) = slices;
+    let row_len = sum.width();
+    let needed =
+        u64::from(count.saturating_sub(1)) * u64::from(stride) + u64::from(sum.rows()) * u64::from(row_len);
+    if scratch.len() < needed {
+        return Err(KernelError::InvalidShape {
+            kernel: "sum slices",
+            message: format!(
+                "{} holds {} values, {count} slices need {needed}",
+                scratch.describe(),
+                scratch.len()
+            ),
+        });
+    }
+    let params =
+        ctx.uniform_buffer(label, &SliceParams { row_len, slices: count, slice_stride: stride, _pad: 0 });
     ops.push(make_dispatch(
         ctx,
         label,
         "elementwise.wgsl",
         "sum_slices",
         &base_defines(),
-        &[slices, sum, step, &params],
+        &[scratch.buffer(), sum.buffer(), step.buffer(), &params],
         threads_per_token(ctx, row_len),
     )?);
     Ok(())

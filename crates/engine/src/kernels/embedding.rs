@@ -4,11 +4,13 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{
-    make_dispatch,
-    matmul::{check_buffer, chunk_label, weight_type_define},
+    check_same_rows, check_width, make_dispatch,
+    matmul::{chunk_label, weight_type_define},
     KernelError,
 };
-use crate::gpu::{grid, Define, GpuContext, GpuMatrix, OpList, WeightBytes, Workgroups};
+use crate::gpu::{
+    grid, Define, Element, GpuContext, GpuMatrix, GpuTensor, OpList, StepBuffer, WeightBytes, Workgroups,
+};
 
 const EMBEDDING_THREADS: u32 = 64;
 
@@ -31,25 +33,37 @@ fn embedding_params_match_wgsl() {
     super::wgsl_layout::assert_wgsl_layout!(EmbeddingParams, "embedding.wgsl", "Params", { row_len: u32, row_bytes: u32, first_row: u32, rows: u32, total_rows: u32, last_chunk: u32, max_tokens: u32, scale: f32 });
 }
 
-/// Writes `scale · table[tokens[t]]` (dequantized) to row t of `output` `[n, row_len]` for
-/// `t < step.n_tokens` (clamped to `max_tokens`). Ids past the end of the table give zeros.
-/// Gemma scales by sqrt(hidden).
-#[allow(clippy::too_many_arguments)]
+/// A token-embedding table and the factor its rows are scaled by: Gemma's sqrt(hidden), 1
+/// elsewhere.
+#[derive(Clone, Copy)]
+pub struct ScaledTable<'a> {
+    pub table: &'a GpuMatrix,
+    pub scale: f32,
+}
+
+/// Writes `scale · table[tokens[t]]` (dequantized) to row t of `output` for each token t of
+/// the step (`tokens`: one u32 id a row). Ids past the end of the table give zeros.
 pub fn record_embedding(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    table: &GpuMatrix,
-    tokens: &wgpu::Buffer,
-    output: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    scale: f32,
-    max_tokens: u32,
+    table: ScaledTable,
+    tokens: &GpuTensor,
+    output: &GpuTensor,
+    step: &StepBuffer,
 ) -> Result<(), KernelError> {
     const KERNEL: &str = "embedding";
+    let ScaledTable { table, scale } = table;
     let defines = [weight_type_define(KERNEL, table)?, Define::u32("WG", EMBEDDING_THREADS)];
-    check_buffer(KERNEL, "tokens", tokens, u64::from(max_tokens))?;
-    check_buffer(KERNEL, "output", output, u64::from(max_tokens) * u64::from(table.row_len))?;
+    if tokens.width() != 1 || tokens.element() != Element::U32 {
+        return Err(KernelError::InvalidShape {
+            kernel: KERNEL,
+            message: format!("tokens {} is not one u32 id a row", tokens.describe()),
+        });
+    }
+    check_width(KERNEL, "output", output, table.row_len)?;
+    check_same_rows(KERNEL, ("tokens", tokens), ("output", output))?;
+    let max_tokens = tokens.rows();
     let groups_per_token = (table.row_len / 4).div_ceil(EMBEDDING_THREADS);
     let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
     let Some(last) = table.chunks.len().checked_sub(1) else {
@@ -86,7 +100,7 @@ pub fn record_embedding(
                 "embedding.wgsl",
                 "main",
                 &defines,
-                &[&chunk.buffer, tokens, output, step, &params],
+                &[&chunk.buffer, tokens.buffer(), output.buffer(), step.buffer(), &params],
                 workgroups,
             )?
             .reading(WeightBytes::PerToken(row_share)),

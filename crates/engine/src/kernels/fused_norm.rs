@@ -4,8 +4,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{make_dispatch, workgroups_per_token, KernelError};
-use crate::gpu::{Define, GpuContext, OpList};
+use super::{check_same_rows, check_width, make_dispatch, workgroups_per_token, KernelError};
+use crate::gpu::{Define, GpuContext, GpuTensor, OpList, StepBuffer};
 
 /// Threads per workgroup: a power of two at or above a thread per vector of 4 values, so a
 /// row takes one round of loads (rows of up to 4096 values on adapters with 1024 threads).
@@ -27,42 +27,66 @@ fn residual_norm_params_match_wgsl() {
     super::wgsl_layout::assert_wgsl_layout!(ResidualNormParams, "fused_residual_norm.wgsl", "Params", { dim_vec4s: u32, eps: f32 });
 }
 
-/// The buffers of a residual step, all [n_tokens, dim].
+/// The tensors of a residual step, all rows of the hidden width.
 pub struct ResidualRows<'a> {
     /// The block's output.
-    pub block_out: &'a wgpu::Buffer,
+    pub block_out: &'a GpuTensor,
     /// The residual stream, updated in place.
-    pub hidden: &'a wgpu::Buffer,
+    pub hidden: &'a GpuTensor,
     /// Receives the normed residual stream.
-    pub normed: &'a wgpu::Buffer,
+    pub normed: &'a GpuTensor,
+}
+
+/// The norm weights around a residual add: the block's own post-norm (Gemma) and the next
+/// pre-norm, each one row of the hidden width.
+#[derive(Clone, Copy)]
+pub struct ResidualNorms<'a> {
+    pub post_norm: Option<&'a GpuTensor>,
+    pub next_norm: &'a GpuTensor,
+    pub eps: f32,
 }
 
 /// Records `hidden += post_norm.map_or(block_out, |w| rmsnorm(block_out)·w)` and then
 /// `normed = rmsnorm(hidden)·next_norm`, per token of the step.
-#[allow(clippy::too_many_arguments)]
 pub fn record_residual_norm(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
     rows: ResidualRows,
-    post_norm: Option<&wgpu::Buffer>,
-    next_norm: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    dim: u32,
-    eps: f32,
+    norms: ResidualNorms,
+    step: &StepBuffer,
 ) -> Result<(), KernelError> {
+    const KERNEL: &str = "residual norm";
+    let ResidualNorms { post_norm, next_norm, eps } = norms;
+    let dim = rows.hidden.width();
     if !dim.is_multiple_of(4) {
         return Err(KernelError::InvalidShape {
-            kernel: "residual norm",
+            kernel: KERNEL,
             message: format!("rows of {dim} values (need a multiple of 4)"),
         });
     }
+    for (role, tensor) in
+        [("block output", rows.block_out), ("normed", rows.normed), ("next norm", next_norm)]
+            .into_iter()
+            .chain(post_norm.map(|norm| ("post-norm", norm)))
+    {
+        check_width(KERNEL, role, tensor, dim)?;
+    }
+    check_same_rows(KERNEL, ("block output", rows.block_out), ("residual stream", rows.hidden))?;
+    check_same_rows(KERNEL, ("normed", rows.normed), ("residual stream", rows.hidden))?;
     let params = ctx.uniform_buffer(label, &ResidualNormParams { dim_vec4s: dim / 4, eps, _pad: [0; 2] });
     let mut defines = vec![Define::u32("WG", workgroup_size(ctx, dim))];
-    let mut buffers = vec![rows.block_out, rows.hidden, next_norm, rows.normed, step, &params];
+    let mut buffers = vec![
+        rows.block_out.buffer(),
+        rows.hidden.buffer(),
+        next_norm.buffer(),
+        rows.normed.buffer(),
+        step.buffer(),
+        &params,
+    ];
     if let Some(post_norm) = post_norm {
         defines.push(Define::flag("POST_NORM"));
-        buffers.push(post_norm);
+        buffers.push(post_norm.buffer());
     }
     ops.push(make_dispatch(
         ctx,

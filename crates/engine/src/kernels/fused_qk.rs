@@ -4,10 +4,10 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{
-    attention::KvCache, base_defines, make_dispatch, rope::RopeStyle, rope::RopeTable, workgroups_per_token,
-    KernelError,
+    attention::KvCache, base_defines, check_same_rows, check_width, make_dispatch, rope::RopeStyle,
+    rope::RopeTable, workgroups_per_token, KernelError,
 };
-use crate::gpu::{Define, GpuContext, OpList};
+use crate::gpu::{Define, GpuContext, GpuTensor, OpList, StepBuffer};
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -30,19 +30,19 @@ fn qk_params_match_wgsl() {
 /// Per-head RMSNorm weights of q and k (Gemma 3) and their epsilon.
 #[derive(Clone, Copy)]
 pub struct QkNorms<'a> {
-    pub q: &'a wgpu::Buffer,
-    pub k: &'a wgpu::Buffer,
+    pub q: &'a GpuTensor,
+    pub k: &'a GpuTensor,
     pub eps: f32,
 }
 
 /// The step's projections and where their rotated keys and values go.
 #[derive(Clone, Copy)]
 pub struct QkvRows<'a> {
-    /// [n_tokens, n_heads, head_dim], normed and rotated in place.
-    pub q: &'a wgpu::Buffer,
-    /// [n_tokens, n_kv_heads, head_dim], read only: the rotated keys go to the cache.
-    pub k: &'a wgpu::Buffer,
-    pub v: &'a wgpu::Buffer,
+    /// Rows of n_heads · head_dim, normed and rotated in place.
+    pub q: &'a GpuTensor,
+    /// Rows of n_kv_heads · head_dim, read only: the rotated keys go to the cache.
+    pub k: &'a GpuTensor,
+    pub v: &'a GpuTensor,
 }
 
 /// The q/k step between the projections and attention: the rows, Gemma's per-head norms, and
@@ -56,15 +56,33 @@ pub struct QkStep<'a> {
 }
 
 impl QkStep<'_> {
-    /// Errors unless the rotation fits a head of `head_dim`.
-    pub(crate) fn check(&self, kernel: &'static str, head_dim: u32) -> Result<(), KernelError> {
+    /// Errors unless the rows are whole heads of `cache` (q any number of them, k and v the
+    /// cache's), the norms one head wide and the rotation fits a head. Returns the query heads.
+    pub(crate) fn check(&self, kernel: &'static str, cache: &KvCache) -> Result<u32, KernelError> {
+        let head_dim = cache.head_dim;
         if self.table.rot_dim > head_dim || !self.table.rot_dim.is_multiple_of(2) {
             return Err(KernelError::InvalidShape {
                 kernel,
                 message: format!("rotation over {} of {} dimensions", self.table.rot_dim, head_dim),
             });
         }
-        Ok(())
+        let QkvRows { q, k, v } = self.rows;
+        if head_dim == 0 || q.width() == 0 || !q.width().is_multiple_of(head_dim) {
+            return Err(KernelError::InvalidShape {
+                kernel,
+                message: format!("q {} is not heads of {head_dim} values", q.describe()),
+            });
+        }
+        check_width(kernel, "q", q, q.width())?;
+        check_width(kernel, "k", k, cache.n_kv_heads * head_dim)?;
+        check_width(kernel, "v", v, cache.n_kv_heads * head_dim)?;
+        check_same_rows(kernel, ("q", q), ("k", k))?;
+        check_same_rows(kernel, ("q", q), ("v", v))?;
+        if let Some(norms) = &self.norms {
+            check_width(kernel, "q norm", norms.q, head_dim)?;
+            check_width(kernel, "k norm", norms.k, head_dim)?;
+        }
+        Ok(q.width() / head_dim)
     }
 
     /// The defines of qk_rope.wgsl for this step.
@@ -84,7 +102,7 @@ impl QkStep<'_> {
     pub(crate) fn table_and_norms(&self) -> Vec<&wgpu::Buffer> {
         let mut buffers = vec![&self.table.buffer];
         if let Some(norms) = &self.norms {
-            buffers.extend([norms.q, norms.k]);
+            buffers.extend([norms.q.buffer(), norms.k.buffer()]);
         }
         buffers
     }
@@ -102,10 +120,9 @@ pub fn record_qk_rope_store(
     label: &str,
     qk: &QkStep,
     cache: &KvCache,
-    step: &wgpu::Buffer,
-    n_heads: u32,
+    step: &StepBuffer,
 ) -> Result<(), KernelError> {
-    qk.check("qk_rope_store", cache.head_dim)?;
+    let n_heads = qk.check("qk_rope_store", cache)?;
     let params = ctx.uniform_buffer(
         label,
         &QkParams {
@@ -125,7 +142,8 @@ pub fn record_qk_rope_store(
     }
     defines.extend(qk.defines());
     let rows = qk.rows;
-    let mut buffers = vec![rows.q, rows.k, rows.v, &cache.k, &cache.v, step, &params];
+    let mut buffers =
+        vec![rows.q.buffer(), rows.k.buffer(), rows.v.buffer(), &cache.k, &cache.v, step.buffer(), &params];
     buffers.extend(qk.table_and_norms());
     let workgroups = workgroups_per_token(ctx, n_heads + cache.n_kv_heads);
     ops.push(make_dispatch(ctx, label, "fused_qk_rope_store.wgsl", "main", &defines, &buffers, workgroups)?);

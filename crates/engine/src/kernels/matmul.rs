@@ -8,14 +8,15 @@ use bytemuck::{Pod, Zeroable};
 use std::ops::Range;
 
 use super::{
-    elementwise::{record_sum_slices, Activation},
+    check_same_rows, check_width,
+    elementwise::{record_sum_slices, Activation, KSlices},
     make_dispatch, KernelError,
 };
 use crate::{
     gguf::GgmlType,
     gpu::{
-        grid, Define, Dispatch, GpuCapabilities, GpuContext, GpuMatrix, MatrixChunk, OpList, StackedMatrix,
-        WeightBytes, Workgroups,
+        grid, Define, Dispatch, GpuCapabilities, GpuContext, GpuMatrix, GpuTensor, MatrixChunk, OpList,
+        StackedMatrix, StepBuffer, WeightBytes, Workgroups,
     },
 };
 
@@ -130,22 +131,6 @@ fn type_define(ty: GgmlType) -> Define {
     Define::flag(&format!("TYPE_{}", ty.name()))
 }
 
-/// Errors unless `buffer` holds `floats` f32 values.
-pub(crate) fn check_buffer(
-    kernel: &'static str,
-    what: &str,
-    buffer: &wgpu::Buffer,
-    floats: u64,
-) -> Result<(), KernelError> {
-    if buffer.size() < floats * 4 {
-        return Err(KernelError::InvalidShape {
-            kernel,
-            message: format!("{what} buffer holds {} bytes, needs {}", buffer.size(), floats * 4),
-        });
-    }
-    Ok(())
-}
-
 /// The dispatch label of chunk `index` of `w`.
 pub(crate) fn chunk_label(label: &str, w: &GpuMatrix, index: usize) -> String {
     if w.chunks.len() == 1 {
@@ -161,17 +146,17 @@ struct MatvecParams {
     rows: u32,
     blocks_per_row: u32,
     row_bytes: u32,
-    input_offset: u32,
     output_offset: u32,
     second: u32,
     third: u32,
     eps: f32,
+    _pad: u32,
 }
 
 #[cfg(test)]
 #[test]
 fn matvec_params_match_wgsl() {
-    super::wgsl_layout::assert_wgsl_layout!(MatvecParams, "matmul_vector.wgsl", "Params", { rows: u32, blocks_per_row: u32, row_bytes: u32, input_offset: u32, output_offset: u32, second: u32, third: u32, eps: f32 });
+    super::wgsl_layout::assert_wgsl_layout!(MatvecParams, "matmul_vector.wgsl", "Params", { rows: u32, blocks_per_row: u32, row_bytes: u32, output_offset: u32, second: u32, third: u32, eps: f32 });
 }
 
 impl MatvecParams {
@@ -182,11 +167,11 @@ impl MatvecParams {
             rows,
             blocks_per_row,
             row_bytes: w.row_bytes as u32,
-            input_offset: 0,
             output_offset: 0,
             second: rows,
             third: rows,
             eps: 0.0,
+            _pad: 0,
         }
     }
 }
@@ -194,8 +179,8 @@ impl MatvecParams {
 /// The input vector of a decode matrix-vector product.
 #[derive(Clone, Copy)]
 pub enum MatvecInput<'a> {
-    /// `row_len` floats.
-    Vector(&'a wgpu::Buffer),
+    /// A row of `row_len` values (the tensor's first).
+    Vector(&'a GpuTensor),
     /// An RMSNorm each workgroup computes for itself (`NORMED_INPUT` of matmul_vector.wgsl).
     Normed(NormedInput<'a>),
 }
@@ -204,8 +189,8 @@ pub enum MatvecInput<'a> {
 /// residual stream after `source` (a block's output) is added to it.
 #[derive(Clone, Copy)]
 pub struct NormedInput<'a> {
-    pub source: &'a wgpu::Buffer,
-    pub norm: &'a wgpu::Buffer,
+    pub source: &'a GpuTensor,
+    pub norm: &'a GpuTensor,
     pub residual: Option<ResidualStream<'a>>,
     pub eps: f32,
 }
@@ -214,11 +199,11 @@ pub struct NormedInput<'a> {
 /// `source` first RMS-normed by `post_norm` where there is one (Gemma's post-norms).
 #[derive(Clone, Copy)]
 pub struct ResidualStream<'a> {
-    pub stream_in: &'a wgpu::Buffer,
-    /// Another buffer than `stream_in` (other workgroups still read that one), or None where
+    pub stream_in: &'a GpuTensor,
+    /// Another tensor than `stream_in` (other workgroups still read that one), or None where
     /// another product folding in the same norm writes the stream.
-    pub stream_out: Option<&'a wgpu::Buffer>,
-    pub post_norm: Option<&'a wgpu::Buffer>,
+    pub stream_out: Option<&'a GpuTensor>,
+    pub post_norm: Option<&'a GpuTensor>,
 }
 
 /// Whether a matrix-vector kernel can normalize its input of `row_len` values itself: the
@@ -261,22 +246,27 @@ pub fn normed_input_pays(ctx: &GpuContext, stacks: &[StackedMatrix], gated: bool
 /// Output rows per gated workgroup: each takes two sums and a workgroup holds four.
 const GATED_MAX_ROWS: u32 = 2;
 
-/// One matrix-vector dispatch over `chunk` of `w`, row r into `outputs[i]` for the part of
-/// the rows it falls in (see SPLIT_OUTPUT); `max_rows_per_workgroup` bounds ROWS and `extra`
-/// holds the defines of a variant.
-#[allow(clippy::too_many_arguments)]
+/// One matrix-vector dispatch: which chunk of which matrix, its parameters, and its variant
+/// (`max_rows_per_workgroup` bounds ROWS, `extra_defines` add to the type's).
+struct MatvecChunk<'a> {
+    w: &'a GpuMatrix,
+    chunk: &'a MatrixChunk,
+    params: MatvecParams,
+    max_rows_per_workgroup: u32,
+    extra_defines: &'a [Define],
+}
+
+/// Records `product` of `input`, row r into `outputs[i]` for the part of the rows it falls in
+/// (see SPLIT_OUTPUT).
 fn matvec_dispatch(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    w: &GpuMatrix,
-    chunk: &MatrixChunk,
-    mut params: MatvecParams,
-    max_rows_per_workgroup: u32,
-    extra_defines: &[Define],
+    product: MatvecChunk,
     input: MatvecInput,
-    outputs: &[&wgpu::Buffer],
+    outputs: &[&GpuTensor],
 ) -> Result<(), KernelError> {
+    let MatvecChunk { w, chunk, mut params, max_rows_per_workgroup, extra_defines } = product;
     let type_define = weight_type_define("matvec", w)?;
     let (threads, rows_per_workgroup) =
         matvec_shape(w, max_rows_per_workgroup, matches!(input, MatvecInput::Normed(_)));
@@ -286,29 +276,30 @@ fn matvec_dispatch(
     }
     defines.extend_from_slice(extra_defines);
     let source = match input {
-        MatvecInput::Vector(buffer) => buffer,
+        MatvecInput::Vector(tensor) => tensor,
         MatvecInput::Normed(normed) => {
             params.eps = normed.eps;
             normed.source
         }
     };
     let params_buffer = ctx.uniform_buffer(label, &params);
-    let mut bound = vec![(0, &chunk.buffer), (1, source), (2, outputs[0]), (3, &params_buffer)];
-    bound.extend(outputs[1..].iter().zip(4..).map(|(buffer, binding)| (binding, *buffer)));
+    let mut bound =
+        vec![(0, &chunk.buffer), (1, source.buffer()), (2, outputs[0].buffer()), (3, &params_buffer)];
+    bound.extend(outputs[1..].iter().zip(4..).map(|(tensor, binding)| (binding, tensor.buffer())));
     if let MatvecInput::Normed(normed) = input {
         defines.push(Define::flag("NORMED_INPUT"));
         defines.push(Define::u32("X_VEC4S", w.row_len / 4));
-        bound.push((6, normed.norm));
+        bound.push((6, normed.norm.buffer()));
         if let Some(residual) = normed.residual {
             defines.push(Define::flag("RESIDUAL"));
-            bound.push((7, residual.stream_in));
+            bound.push((7, residual.stream_in.buffer()));
             if let Some(stream_out) = residual.stream_out {
                 defines.push(Define::flag("STREAM_OUT"));
-                bound.push((8, stream_out));
+                bound.push((8, stream_out.buffer()));
             }
             if let Some(post_norm) = residual.post_norm {
                 defines.push(Define::flag("POST_NORM"));
-                bound.push((9, post_norm));
+                bound.push((9, post_norm.buffer()));
             }
         }
     }
@@ -332,16 +323,17 @@ fn matvec_dispatch(
     Ok(())
 }
 
-/// Errors unless a normed input's buffers hold a row of `w` and the adapter can fuse it.
+/// Errors unless the input's tensors are rows of `w`'s length and, for a normed input, the
+/// adapter can fuse it.
 fn check_input(
     kernel: &'static str,
     ctx: &GpuContext,
     w: &GpuMatrix,
     input: MatvecInput,
 ) -> Result<(), KernelError> {
-    let floats = u64::from(w.row_len);
+    let row_len = w.row_len;
     match input {
-        MatvecInput::Vector(buffer) => check_buffer(kernel, "input", buffer, floats),
+        MatvecInput::Vector(tensor) => check_width(kernel, "input", tensor, row_len),
         MatvecInput::Normed(normed) => {
             if !normed_input_fits(ctx, w.row_len) {
                 return Err(KernelError::InvalidShape {
@@ -352,16 +344,16 @@ fn check_input(
                     ),
                 });
             }
-            check_buffer(kernel, "input", normed.source, floats)?;
-            check_buffer(kernel, "norm", normed.norm, floats)?;
+            check_width(kernel, "input", normed.source, row_len)?;
+            check_width(kernel, "norm", normed.norm, row_len)?;
             if let Some(residual) = normed.residual {
-                check_buffer(kernel, "residual stream", residual.stream_in, floats)?;
+                check_width(kernel, "residual stream", residual.stream_in, row_len)?;
                 if let Some(post_norm) = residual.post_norm {
-                    check_buffer(kernel, "post-norm", post_norm, floats)?;
+                    check_width(kernel, "post-norm", post_norm, row_len)?;
                 }
                 if let Some(stream_out) = residual.stream_out {
-                    check_buffer(kernel, "residual stream", stream_out, floats)?;
-                    if residual.stream_in == stream_out {
+                    check_width(kernel, "residual stream", stream_out, row_len)?;
+                    if std::ptr::eq(residual.stream_in, stream_out) {
                         return Err(KernelError::InvalidShape {
                             kernel,
                             message: format!(
@@ -393,61 +385,37 @@ fn check_stack(kernel: &'static str, stack: &StackedMatrix, parts: Range<usize>)
     Ok(())
 }
 
-/// Decode: `y[r] = Σ_k W[r,k]·x[k]` with x f32 `[row_len]` at element `input_offset` (a
-/// multiple of 4: x is read as vec4) of `input` and y f32 `[rows]` at element `output_offset`
-/// of `output`.
-#[allow(clippy::too_many_arguments)]
+/// Decode: `y[r] = Σ_k W[r,k]·x[k]` with x the first row of `input` (rows of `w.row_len`)
+/// and y the first row of `output` (rows of `w.rows`).
 pub fn record_matvec(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
     w: &GpuMatrix,
-    input: &wgpu::Buffer,
-    input_offset: u32,
-    output: &wgpu::Buffer,
-    output_offset: u32,
+    input: &GpuTensor,
+    output: &GpuTensor,
 ) -> Result<(), KernelError> {
     const KERNEL: &str = "matvec";
     weight_type_define(KERNEL, w)?;
-    if !input_offset.is_multiple_of(4) {
-        return Err(KernelError::InvalidShape {
-            kernel: KERNEL,
-            message: format!("input offset {input_offset} is not a multiple of 4"),
-        });
-    }
-    check_buffer(KERNEL, "input", input, u64::from(input_offset) + u64::from(w.row_len))?;
-    check_buffer(KERNEL, "output", output, u64::from(output_offset) + u64::from(w.rows))?;
+    check_width(KERNEL, "input", input, w.row_len)?;
+    check_width(KERNEL, "output", output, w.rows)?;
     for (index, chunk) in w.chunks.iter().enumerate() {
-        let params = MatvecParams {
-            input_offset,
-            output_offset: output_offset + chunk.first_row,
-            ..MatvecParams::new(w, chunk.rows)
-        };
-        matvec_dispatch(
-            ctx,
-            ops,
-            &chunk_label(label, w, index),
-            w,
-            chunk,
-            params,
-            4,
-            &[],
-            MatvecInput::Vector(input),
-            &[output],
-        )?;
+        let params = MatvecParams { output_offset: chunk.first_row, ..MatvecParams::new(w, chunk.rows) };
+        let product = MatvecChunk { w, chunk, params, max_rows_per_workgroup: 4, extra_defines: &[] };
+        matvec_dispatch(ctx, ops, &chunk_label(label, w, index), product, MatvecInput::Vector(input), &[output])?;
     }
     Ok(())
 }
 
 /// Decode: the products of every part of `stack` with x in one dispatch, part i's rows into
-/// `outputs[i]` (from element 0).
+/// the first row of `outputs[i]`.
 pub fn record_stacked_matvec(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
     stack: &StackedMatrix,
     input: MatvecInput,
-    outputs: &[&wgpu::Buffer],
+    outputs: &[&GpuTensor],
 ) -> Result<(), KernelError> {
     const KERNEL: &str = "stacked matvec";
     check_stack(KERNEL, stack, 1..4)?;
@@ -460,7 +428,7 @@ pub fn record_stacked_matvec(
     }
     check_input(KERNEL, ctx, w, input)?;
     for (index, output) in outputs.iter().enumerate() {
-        check_buffer(KERNEL, "output", output, u64::from(stack.parts[index].rows))?;
+        check_width(KERNEL, "output", output, stack.parts[index].rows)?;
     }
     let starts: Vec<u32> = (0..stack.parts.len()).map(|index| stack.part_rows(index).start).collect();
     let params = MatvecParams {
@@ -473,7 +441,8 @@ pub fn record_stacked_matvec(
         2 => &[Define::flag("SPLIT_OUTPUT")],
         _ => &[Define::flag("SPLIT_OUTPUT"), Define::flag("THIRD_OUTPUT")],
     };
-    matvec_dispatch(ctx, ops, label, w, &w.chunks[0], params, 4, flags, input, outputs)
+    let product = MatvecChunk { w, chunk: &w.chunks[0], params, max_rows_per_workgroup: 4, extra_defines: flags };
+    matvec_dispatch(ctx, ops, label, product, input, outputs)
 }
 
 /// Decode: `y[r] = act(G[r]·x) · U[r]·x` for a stack of two equal parts G (gate) and U (up):
@@ -484,7 +453,7 @@ pub fn record_gated_matvec(
     label: &str,
     stack: &StackedMatrix,
     input: MatvecInput,
-    output: &wgpu::Buffer,
+    output: &GpuTensor,
     activation: Activation,
 ) -> Result<(), KernelError> {
     const KERNEL: &str = "gated matvec";
@@ -498,14 +467,21 @@ pub fn record_gated_matvec(
         });
     }
     check_input(KERNEL, ctx, w, input)?;
-    check_buffer(KERNEL, "output", output, u64::from(rows))?;
+    check_width(KERNEL, "output", output, rows)?;
     // Gate rows first, up rows from `second` on.
     let params = MatvecParams::new(w, rows);
     let mut defines = vec![Define::flag("GATED")];
     if activation == Activation::GeluTanh {
         defines.push(Define::flag("GELU_TANH"));
     }
-    matvec_dispatch(ctx, ops, label, w, &w.chunks[0], params, GATED_MAX_ROWS, &defines, input, &[output])
+    let product = MatvecChunk {
+        w,
+        chunk: &w.chunks[0],
+        params,
+        max_rows_per_workgroup: GATED_MAX_ROWS,
+        extra_defines: &defines,
+    };
+    matvec_dispatch(ctx, ops, label, product, input, &[output])
 }
 
 #[repr(C)]
@@ -558,39 +534,50 @@ fn k_splits(tile: TileShape, rows: u32, row_len: u32, max_tokens: u32, scratch_f
     (row_len.div_ceil(split_len), split_len)
 }
 
-/// Prefill: `Y[t,r] = Σ_k W[r,k]·X[t,k]` for `t < step.n_tokens` (clamped to `max_tokens`),
-/// X f32 `[n, row_len]`, Y f32 `[n, rows]`.
-#[allow(clippy::too_many_arguments)]
+/// Prefill: `Y[t,r] = Σ_k W[r,k]·X[t,k]` for each token t of the step, X rows of `w.row_len`,
+/// Y rows of `w.rows`, both with a row for as many tokens.
 pub fn record_matmul(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
     w: &GpuMatrix,
-    input: &wgpu::Buffer,
-    output: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    max_tokens: u32,
+    input: &GpuTensor,
+    output: &GpuTensor,
+    step: &StepBuffer,
 ) -> Result<(), KernelError> {
-    record_matmul_rows(ctx, ops, label, w, 0..w.rows, input, output, step, max_tokens, None)
+    let part = MatrixRows { matrix: w, rows: 0..w.rows };
+    record_matmul_rows(ctx, ops, label, part, input, ProductOutput { output, split_scratch: None }, step)
 }
 
-/// As `record_matmul` over rows `rows` of `w` only (one part of a stacked matrix): Y f32
-/// `[n, rows.len()]`. With `scratch` (f32 values), K is split over several workgroups where
-/// the rows alone would launch too few, and a second dispatch adds up their partial sums.
-#[allow(clippy::too_many_arguments)]
+/// Some rows of a weight matrix: one part of a stacked matrix.
+#[derive(Clone)]
+pub struct MatrixRows<'a> {
+    pub matrix: &'a GpuMatrix,
+    pub rows: Range<u32>,
+}
+
+/// Where a prefill product goes: `output`, and with `split_scratch` (f32 values) K is split
+/// over several workgroups where the rows alone would launch too few, their partial sums
+/// kept there and added up by a second dispatch.
+#[derive(Clone, Copy)]
+pub struct ProductOutput<'a> {
+    pub output: &'a GpuTensor,
+    pub split_scratch: Option<&'a GpuTensor>,
+}
+
+/// As `record_matmul` over rows `part.rows` of the matrix only: Y rows of `part.rows.len()`.
 pub fn record_matmul_rows(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    w: &GpuMatrix,
-    rows: Range<u32>,
-    input: &wgpu::Buffer,
-    output: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    max_tokens: u32,
-    scratch: Option<&wgpu::Buffer>,
+    part: MatrixRows,
+    input: &GpuTensor,
+    output: ProductOutput,
+    step: &StepBuffer,
 ) -> Result<(), KernelError> {
     const KERNEL: &str = "matmul";
+    let MatrixRows { matrix: w, rows } = part;
+    let ProductOutput { output, split_scratch: scratch } = output;
     if rows.is_empty() || rows.end > w.rows {
         return Err(KernelError::InvalidShape {
             kernel: KERNEL,
@@ -600,10 +587,12 @@ pub fn record_matmul_rows(
     let tile = tile_shape(&ctx.caps);
     let defines = tiled_defines(weight_type_define(KERNEL, w)?, tile);
     let out_stride = rows.len() as u32;
-    check_buffer(KERNEL, "input", input, u64::from(max_tokens) * u64::from(w.row_len))?;
-    check_buffer(KERNEL, "output", output, u64::from(max_tokens) * u64::from(out_stride))?;
+    check_width(KERNEL, "input", input, w.row_len)?;
+    check_width(KERNEL, "output", output, out_stride)?;
+    check_same_rows(KERNEL, ("input", input), ("output", output))?;
+    let max_tokens = input.rows();
     let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
-    let scratch_floats = scratch.map_or(0, |buffer| buffer.size() / 4);
+    let scratch_floats = scratch.map_or(0, GpuTensor::len);
     let (splits, split_len) = k_splits(tile, out_stride, w.row_len, max_tokens, scratch_floats);
     let (target, split_stride) = match scratch {
         Some(scratch) if splits > 1 => (scratch, max_tokens * out_stride),
@@ -645,24 +634,15 @@ pub fn record_matmul_rows(
                 "matmul_tiled.wgsl",
                 "main",
                 &defines,
-                &[&chunk.buffer, input, target, step, &params],
+                &[&chunk.buffer, input.buffer(), target.buffer(), step.buffer(), &params],
                 workgroups,
             )?
             .reading(WeightBytes::Fixed(u64::from(end - first) * w.row_bytes)),
         );
     }
     if split_stride > 0 {
-        record_sum_slices(
-            ctx,
-            ops,
-            &format!("{label} (K splits)"),
-            target,
-            output,
-            step,
-            out_stride,
-            splits,
-            split_stride,
-        )?;
+        let slices = KSlices { count: splits, stride: split_stride };
+        record_sum_slices(ctx, ops, &format!("{label} (K splits)"), (target, slices), output, step)?;
     }
     Ok(())
 }
@@ -715,7 +695,7 @@ mod weight_bytes_tests {
     //! What a profiled step reports each product read: the bytes of the weight rows its
     //! dispatch covers, chunk by chunk.
     use super::*;
-    use crate::gpu::{GpuOptions, KernelProfiler, KernelTiming};
+    use crate::gpu::{Element, GpuOptions, KernelProfiler, KernelTiming};
 
     const ROW_LEN: u32 = 64;
     const ROWS: u32 = 40;
@@ -747,13 +727,14 @@ mod weight_bytes_tests {
         )
         .unwrap();
         assert_eq!(w.chunks.len(), 3);
-        let input = ctx.zeroed_storage("x", u64::from(TOKENS * ROW_LEN) * 4);
-        let step = ctx.storage_buffer("step", bytemuck::cast_slice(&[0u32, TOKENS, 0, 0]));
-        let vector_out = ctx.zeroed_storage("y", u64::from(ROWS) * 4);
-        let matrix_out = ctx.zeroed_storage("Y", u64::from(TOKENS * ROWS) * 4);
+        let input = GpuTensor::zeroed(&ctx, "x", TOKENS, ROW_LEN, Element::F32);
+        let step = StepBuffer::new(&ctx);
+        step.write(&ctx.queue, 0, TOKENS);
+        let vector_out = GpuTensor::zeroed(&ctx, "y", 1, ROWS, Element::F32);
+        let matrix_out = GpuTensor::zeroed(&ctx, "Y", TOKENS, ROWS, Element::F32);
 
         let mut ops = OpList::new();
-        record_matvec(&ctx, &mut ops, "matvec", &w, &input, 0, &vector_out, 0).unwrap();
+        record_matvec(&ctx, &mut ops, "matvec", &w, &input, &vector_out).unwrap();
         let timings = profiled(&ctx, &ops);
         let bytes: Vec<Option<u64>> = timings.iter().map(|t| t.weight_bytes).collect();
         assert_eq!(bytes, [Some(16 * row_bytes), Some(16 * row_bytes), Some(8 * row_bytes)]);
@@ -765,9 +746,11 @@ mod weight_bytes_tests {
         // Rows 10..30 of a prefill product: 6 of the first chunk, 14 of the second. The tiled
         // kernel reads its weight rows once whatever the tokens.
         let mut ops = OpList::new();
-        let out = ctx.zeroed_storage("Y part", u64::from(TOKENS * 20) * 4);
-        record_matmul_rows(&ctx, &mut ops, "part", &w, 10..30, &input, &out, &step, TOKENS, None).unwrap();
-        record_matmul(&ctx, &mut ops, "matmul", &w, &input, &matrix_out, &step, TOKENS).unwrap();
+        let out = GpuTensor::zeroed(&ctx, "Y part", TOKENS, 20, Element::F32);
+        let part = MatrixRows { matrix: &w, rows: 10..30 };
+        let product = ProductOutput { output: &out, split_scratch: None };
+        record_matmul_rows(&ctx, &mut ops, "part", part, &input, product, &step).unwrap();
+        record_matmul(&ctx, &mut ops, "matmul", &w, &input, &matrix_out, &step).unwrap();
         let bytes: Vec<(String, Option<u64>)> =
             profiled(&ctx, &ops).into_iter().map(|t| (t.label, t.weight_bytes)).collect();
         let expected = [
@@ -794,7 +777,7 @@ mod real_tensor_tests {
             test_models::{model_path, GEMMA, SMOLLM2},
             GgufFile,
         },
-        gpu::GpuOptions,
+        gpu::{Element, GpuOptions},
         quant::dequantize_row,
     };
 
@@ -820,18 +803,19 @@ mod real_tensor_tests {
         let x: Vec<f32> = (0..TOKENS * row_len)
             .map(|i| ((i * 7919 % 1000) as f32 / 500.0 - 1.0) * if i % 97 == 0 { 20.0 } else { 1.0 })
             .collect();
-        let input = ctx.storage_buffer("x", bytemuck::cast_slice(&x));
-        let step = ctx.storage_buffer("step", bytemuck::cast_slice(&[0u32, TOKENS as u32, 0, 0]));
-        let vector_out = ctx.zeroed_storage("y", (picked.len() * 4) as u64);
-        let matrix_out = ctx.zeroed_storage("Y", (TOKENS * picked.len() * 4) as u64);
+        let input = GpuTensor::from_f32(ctx, "x", row_len as u32, &x);
+        let step = StepBuffer::new(ctx);
+        step.write(&ctx.queue, 0, TOKENS as u32);
+        let vector_out = GpuTensor::zeroed(ctx, "y", 1, picked.len() as u32, Element::F32);
+        let matrix_out = GpuTensor::zeroed(ctx, "Y", TOKENS as u32, picked.len() as u32, Element::F32);
         let mut ops = OpList::new();
-        record_matvec(ctx, &mut ops, name, &w, &input, 0, &vector_out, 0).unwrap();
-        record_matmul(ctx, &mut ops, name, &w, &input, &matrix_out, &step, TOKENS as u32).unwrap();
+        record_matvec(ctx, &mut ops, name, &w, &input, &vector_out).unwrap();
+        record_matmul(ctx, &mut ops, name, &w, &input, &matrix_out, &step).unwrap();
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
         ops.encode(&mut encoder, TOKENS as u32, None);
         ctx.queue.submit([encoder.finish()]);
-        let vector = ctx.read_f32(&vector_out, picked.len()).unwrap();
-        let matrix = ctx.read_f32(&matrix_out, TOKENS * picked.len()).unwrap();
+        let vector = ctx.read_f32(vector_out.buffer(), picked.len()).unwrap();
+        let matrix = ctx.read_f32(matrix_out.buffer(), TOKENS * picked.len()).unwrap();
 
         for t in 0..TOKENS {
             for (i, row) in weights.chunks(row_len).enumerate() {

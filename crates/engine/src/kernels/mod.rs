@@ -26,7 +26,44 @@ pub enum KernelError {
     InvalidShape { kernel: &'static str, message: String },
 }
 
-use crate::gpu::{grid, Define, Dispatch, GpuContext, Workgroups};
+use crate::gpu::{grid, Define, Dispatch, Element, GpuContext, GpuTensor, Workgroups};
+
+/// Errors unless `tensor` holds f32 rows of `width` values.
+pub(crate) fn check_width(
+    kernel: &'static str,
+    role: &str,
+    tensor: &GpuTensor,
+    width: u32,
+) -> Result<(), KernelError> {
+    if tensor.width() != width || tensor.element() != Element::F32 {
+        return Err(KernelError::InvalidShape {
+            kernel,
+            message: format!("{role} {} is not rows of {width} f32 values", tensor.describe()),
+        });
+    }
+    Ok(())
+}
+
+/// Errors unless `a` and `b` hold as many rows (tokens), so one step fits both.
+pub(crate) fn check_same_rows(
+    kernel: &'static str,
+    a: (&str, &GpuTensor),
+    b: (&str, &GpuTensor),
+) -> Result<(), KernelError> {
+    if a.1.rows() != b.1.rows() {
+        return Err(KernelError::InvalidShape {
+            kernel,
+            message: format!(
+                "{} {} and {} {} hold different token counts",
+                a.0,
+                a.1.describe(),
+                b.0,
+                b.1.describe()
+            ),
+        });
+    }
+    Ok(())
+}
 
 /// Threads per workgroup of the norm, rope, attention and element-wise kernels.
 pub(crate) const WORKGROUP_SIZE: u32 = 64;

@@ -1,8 +1,8 @@
 use bytemuck::{Pod, Zeroable};
 use serde::Serialize;
 
-use super::{base_defines, make_dispatch, threads_per_token, KernelError};
-use crate::gpu::{Define, GpuContext, OpList};
+use super::{base_defines, check_width, make_dispatch, threads_per_token, KernelError};
+use crate::gpu::{Define, GpuContext, GpuTensor, OpList, StepBuffer};
 
 /// Which elements a rotation pairs up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,19 +98,32 @@ impl RopeTable {
     }
 }
 
-/// Records RoPE in place on `x` = [n_tokens, n_heads, head_dim].
-#[allow(clippy::too_many_arguments)]
+/// How a tensor's rows split into heads for RoPE: `head_dim` values each, rotated by `style`.
+#[derive(Debug, Clone, Copy)]
+pub struct RopeHeads {
+    pub head_dim: u32,
+    pub style: RopeStyle,
+}
+
+/// Records RoPE in place on `x`, each row (token) `x.width() / head_dim` heads.
 pub fn record_rope(
     ctx: &GpuContext,
     ops: &mut OpList,
     label: &str,
-    x: &wgpu::Buffer,
+    x: &GpuTensor,
     table: &RopeTable,
-    step: &wgpu::Buffer,
-    style: RopeStyle,
-    n_heads: u32,
-    head_dim: u32,
+    step: &StepBuffer,
+    heads: RopeHeads,
 ) -> Result<(), KernelError> {
+    let RopeHeads { head_dim, style } = heads;
+    if head_dim == 0 || !x.width().is_multiple_of(head_dim) || table.rot_dim > head_dim {
+        return Err(KernelError::InvalidShape {
+            kernel: "rope",
+            message: format!("{} is not heads of {head_dim} values rotating {}", x.describe(), table.rot_dim),
+        });
+    }
+    check_width("rope", "x", x, x.width())?;
+    let n_heads = x.width() / head_dim;
     let params = ctx.uniform_buffer(
         label,
         &RopeParams { n_heads, head_dim, rot_dim: table.rot_dim, max_positions: table.max_positions },
@@ -125,7 +138,7 @@ pub fn record_rope(
         "rope.wgsl",
         "main",
         &defines,
-        &[x, &table.buffer, step, &params],
+        &[x.buffer(), &table.buffer, step.buffer(), &params],
         threads_per_token(ctx, n_heads * table.rot_dim / 2),
     )?;
     ops.push(dispatch);

@@ -1,19 +1,22 @@
 use std::cell::{Cell, RefCell};
 
-use super::{weights::QkvBias, ModelConfig, ModelError, ModelWeights};
+use super::{
+    weights::{LayerWeights, QkvBias},
+    ModelConfig, ModelError, ModelWeights,
+};
 use crate::{
-    gpu::{GpuContext, GpuMatrix, OpList, StackedMatrix},
+    gpu::{Element, GpuContext, GpuMatrix, GpuTensor, OpList, StackedMatrix, StepBuffer},
     kernels::{
         attention::{record_attention, record_decode_attention_with_qk_step, AttentionLayer, KvCache},
-        elementwise::{record_add_row, record_copy_last_row, record_gated_activation, Activation, GatePair},
-        embedding::record_embedding,
-        fused_norm::{record_residual_norm, ResidualRows},
+        elementwise::{record_add_row, record_copy_last_row, record_gated_activation, Activation},
+        embedding::{record_embedding, ScaledTable},
+        fused_norm::{record_residual_norm, ResidualNorms, ResidualRows},
         fused_qk::{record_qk_rope_store, QkStep, QkvRows},
         matmul::{
             normed_input_pays, record_gated_matvec, record_matmul_rows, record_matvec, record_stacked_matvec,
-            MatvecInput, NormedInput, ResidualStream, MAX_K_SPLITS,
+            MatrixRows, MatvecInput, NormedInput, ProductOutput, ResidualStream, MAX_K_SPLITS,
         },
-        norm::{record_rms_norm, NormOutput},
+        norm::{record_rms_norm, NormOutput, RmsNorm},
         rope::RopeTable,
         KernelError,
     },
@@ -26,31 +29,30 @@ pub enum ForwardMode {
     Prefill,
 }
 
-/// The activation buffers of a session, sized for `max_tokens` tokens per step.
+/// The activation tensors of a session, a row per token for `max_tokens` tokens a step.
 pub struct Activations {
     pub max_tokens: u32,
-    /// u32 token ids of the step; the sampler writes the next decode input into slot 0.
-    pub tokens: wgpu::Buffer,
-    /// The `Step` struct of `step.wgsl`.
-    pub step: wgpu::Buffer,
-    pub hidden: wgpu::Buffer,
-    /// The residual stream's second buffer in decode, where matrix-vector kernels that fold
+    /// u32 token ids of the step; the sampler writes the next decode input into row 0.
+    pub tokens: GpuTensor,
+    pub step: StepBuffer,
+    pub hidden: GpuTensor,
+    /// The residual stream's second tensor in decode, where matrix-vector kernels that fold
     /// in the residual connection write it while other workgroups still read `hidden`.
-    pub hidden_alt: wgpu::Buffer,
-    pub normed: wgpu::Buffer,
-    pub q: wgpu::Buffer,
-    pub k: wgpu::Buffer,
-    pub v: wgpu::Buffer,
-    pub attention: wgpu::Buffer,
-    pub projection: wgpu::Buffer,
-    pub gate: wgpu::Buffer,
-    pub up: wgpu::Buffer,
-    /// Partial sums of split-K prefill matmuls (`matmul::record_matmul_rows`).
-    pub matmul_splits: wgpu::Buffer,
+    pub hidden_alt: GpuTensor,
+    pub normed: GpuTensor,
+    pub q: GpuTensor,
+    pub k: GpuTensor,
+    pub v: GpuTensor,
+    pub attention: GpuTensor,
+    pub projection: GpuTensor,
+    pub gate: GpuTensor,
+    pub up: GpuTensor,
+    /// Partial sums of split-K prefill matmuls (`matmul::record_matmul_rows`), one flat row.
+    pub matmul_splits: GpuTensor,
     /// The final-normed hidden state of the step's last token.
-    pub last_normed: wgpu::Buffer,
-    /// Logits of the step's last token: [vocab].
-    pub logits: wgpu::Buffer,
+    pub last_normed: GpuTensor,
+    /// Logits of the step's last token.
+    pub logits: GpuTensor,
 }
 
 /// Bytes of each activation buffer: one source for the allocation and the memory estimate.
@@ -69,9 +71,6 @@ pub struct ActivationSizes {
     logits: u64,
 }
 
-/// The `Step` struct of `step.wgsl`.
-const STEP_BYTES: u64 = 16;
-
 impl ActivationSizes {
     pub fn new(config: &ModelConfig, max_tokens: u32, max_storage_binding: u64) -> Self {
         let floats = |per_token: u32| u64::from(max_tokens) * u64::from(per_token) * 4;
@@ -79,7 +78,7 @@ impl ActivationSizes {
         Self {
             tokens: u64::from(max_tokens) * 4,
             hidden: floats(config.hidden),
-            hidden_alt: u64::from(config.hidden) * 4,
+            hidden_alt: floats(config.hidden),
             normed: floats(config.hidden),
             q: floats(q_dim),
             kv: floats(config.n_kv_heads * config.head_dim),
@@ -96,7 +95,7 @@ impl ActivationSizes {
     }
 
     pub fn total(&self) -> u64 {
-        STEP_BYTES
+        StepBuffer::BYTES
             + self.tokens
             + self.hidden
             + self.hidden_alt
@@ -115,30 +114,34 @@ impl ActivationSizes {
 impl Activations {
     fn new(ctx: &GpuContext, config: &ModelConfig, max_tokens: u32) -> Self {
         let sizes = ActivationSizes::new(config, max_tokens, ctx.caps.max_storage_binding);
+        let rows = |label: &str, width: u32| GpuTensor::zeroed(ctx, label, max_tokens, width, Element::F32);
+        let row = |label: &str, width: u32| GpuTensor::zeroed(ctx, label, 1, width, Element::F32);
+        let q_dim = config.n_heads * config.head_dim;
+        let kv_dim = config.n_kv_heads * config.head_dim;
         Self {
             max_tokens,
-            tokens: ctx.zeroed_storage("tokens", sizes.tokens),
-            step: ctx.zeroed_storage("step", STEP_BYTES),
-            hidden: ctx.zeroed_storage("hidden", sizes.hidden),
-            hidden_alt: ctx.zeroed_storage("hidden (alternate)", sizes.hidden_alt),
-            normed: ctx.zeroed_storage("normed", sizes.normed),
-            q: ctx.zeroed_storage("q", sizes.q),
-            k: ctx.zeroed_storage("k", sizes.kv),
-            v: ctx.zeroed_storage("v", sizes.kv),
-            attention: ctx.zeroed_storage("attention", sizes.attention),
-            projection: ctx.zeroed_storage("projection", sizes.projection),
-            gate: ctx.zeroed_storage("gate", sizes.ffn),
-            up: ctx.zeroed_storage("up", sizes.ffn),
-            matmul_splits: ctx.zeroed_storage("matmul splits", sizes.matmul_splits),
-            last_normed: ctx.zeroed_storage("last normed", sizes.last_normed),
-            logits: ctx.zeroed_storage("logits", sizes.logits),
+            tokens: GpuTensor::zeroed(ctx, "tokens", max_tokens, 1, Element::U32),
+            step: StepBuffer::new(ctx),
+            hidden: rows("hidden", config.hidden),
+            hidden_alt: rows("hidden (alternate)", config.hidden),
+            normed: rows("normed", config.hidden),
+            q: rows("q", q_dim),
+            k: rows("k", kv_dim),
+            v: rows("v", kv_dim),
+            attention: rows("attention", q_dim),
+            projection: rows("projection", config.hidden),
+            gate: rows("gate", config.ffn_hidden),
+            up: rows("up", config.ffn_hidden),
+            matmul_splits: row("matmul splits", (sizes.matmul_splits / 4) as u32),
+            last_normed: row("last normed", config.hidden),
+            logits: row("logits", config.vocab_size),
         }
     }
 
     pub fn size_bytes(&self) -> u64 {
-        [
+        let step = self.step.buffer().size();
+        step + [
             &self.tokens,
-            &self.step,
             &self.hidden,
             &self.hidden_alt,
             &self.normed,
@@ -154,8 +157,8 @@ impl Activations {
             &self.logits,
         ]
         .iter()
-        .map(|b| b.size())
-        .sum()
+        .map(|tensor| tensor.size_bytes())
+        .sum::<u64>()
     }
 }
 
@@ -176,9 +179,9 @@ pub(super) struct LayerContext<'a> {
 /// (post-normed by `post_norm`, Gemma) is added to it where there is one.
 struct PendingNorm<'a> {
     label: String,
-    block_out: Option<&'a wgpu::Buffer>,
-    post_norm: Option<&'a wgpu::Buffer>,
-    norm: &'a wgpu::Buffer,
+    block_out: Option<&'a GpuTensor>,
+    post_norm: Option<&'a GpuTensor>,
+    norm: &'a GpuTensor,
 }
 
 impl<'a> LayerContext<'a> {
@@ -197,22 +200,19 @@ impl<'a> LayerContext<'a> {
         ops: &mut OpList,
         label: &str,
         w: &GpuMatrix,
-        input: &wgpu::Buffer,
-        output: &wgpu::Buffer,
+        input: &GpuTensor,
+        output: &GpuTensor,
     ) -> Result<(), KernelError> {
         match self.mode {
-            ForwardMode::Decode => record_matvec(self.ctx, ops, label, w, input, 0, output, 0),
+            ForwardMode::Decode => record_matvec(self.ctx, ops, label, w, input, output),
             ForwardMode::Prefill => record_matmul_rows(
                 self.ctx,
                 ops,
                 label,
-                w,
-                0..w.rows,
+                MatrixRows { matrix: w, rows: 0..w.rows },
                 input,
-                output,
+                ProductOutput { output, split_scratch: Some(&self.acts.matmul_splits) },
                 &self.acts.step,
-                self.acts.max_tokens,
-                Some(&self.acts.matmul_splits),
             ),
         }
     }
@@ -224,13 +224,13 @@ impl<'a> LayerContext<'a> {
         &self,
         ops: &mut OpList,
         stacks: &[StackedMatrix],
-        outputs: &[&wgpu::Buffer],
+        outputs: &[&GpuTensor],
     ) -> Result<(), KernelError> {
         let (ctx, acts) = (self.ctx, self.acts);
         let fused = self.take_fusable_norm(ops, stacks, false)?;
         let mut outputs = outputs.iter().copied();
         for (index, stack) in stacks.iter().enumerate() {
-            let stack_outputs: Vec<&wgpu::Buffer> = outputs.by_ref().take(stack.parts.len()).collect();
+            let stack_outputs: Vec<&GpuTensor> = outputs.by_ref().take(stack.parts.len()).collect();
             match (self.mode, &fused) {
                 (ForwardMode::Decode, Some(norm)) => {
                     let label = fused_label(&norm.label, stack);
@@ -266,13 +266,10 @@ impl<'a> LayerContext<'a> {
                             ctx,
                             ops,
                             &label,
-                            &stack.matrix,
-                            stack.part_rows(index),
+                            MatrixRows { matrix: &stack.matrix, rows: stack.part_rows(index) },
                             &acts.normed,
-                            output,
+                            ProductOutput { output, split_scratch: Some(&acts.matmul_splits) },
                             &acts.step,
-                            acts.max_tokens,
-                            Some(&acts.matmul_splits),
                         )?;
                     }
                 }
@@ -312,14 +309,7 @@ impl<'a> LayerContext<'a> {
             return Ok(());
         }
         self.projections(ops, gate_up, &[&acts.gate, &acts.up])?;
-        record_gated_activation(
-            self.ctx,
-            ops,
-            label,
-            GatePair { gate: &acts.gate, up: &acts.up, row_len: self.config.ffn_hidden },
-            &acts.step,
-            activation,
-        )
+        record_gated_activation(self.ctx, ops, label, &acts.gate, &acts.up, &acts.step, activation)
     }
 
     /// The q/k step (`qk_label`) on `acts.q`/`k`/`v`, then attention over `cache` into
@@ -338,7 +328,6 @@ impl<'a> LayerContext<'a> {
             cache,
             output: &acts.attention,
             step: &acts.step,
-            n_heads: config.n_heads,
             window,
             scale: config.attention_scale,
         };
@@ -347,7 +336,7 @@ impl<'a> LayerContext<'a> {
                 record_decode_attention_with_qk_step(self.ctx, ops, qk_label, label, qk, &layer)
             }
             ForwardMode::Prefill => {
-                record_qk_rope_store(self.ctx, ops, qk_label, qk, cache, &acts.step, config.n_heads)?;
+                record_qk_rope_store(self.ctx, ops, qk_label, qk, cache, &acts.step)?;
                 record_attention(self.ctx, ops, label, &acts.q, &layer)
             }
         }
@@ -355,13 +344,10 @@ impl<'a> LayerContext<'a> {
 
     /// Adds the q, k and v biases to the step's projections (Qwen 2).
     pub fn add_qkv_bias(&self, ops: &mut OpList, label: &str, bias: &QkvBias) -> Result<(), KernelError> {
-        let (acts, config) = (self.acts, self.config);
-        let q_dim = config.n_heads * config.head_dim;
-        let kv_dim = config.n_kv_heads * config.head_dim;
-        for (part, rows, bias, width) in
-            [("q", &acts.q, &bias.q, q_dim), ("k", &acts.k, &bias.k, kv_dim), ("v", &acts.v, &bias.v, kv_dim)]
+        let acts = self.acts;
+        for (part, rows, bias) in [("q", &acts.q, &bias.q), ("k", &acts.k, &bias.k), ("v", &acts.v, &bias.v)]
         {
-            record_add_row(self.ctx, ops, &format!("{label}.{part}"), rows, bias, &acts.step, width)?;
+            record_add_row(self.ctx, ops, &format!("{label}.{part}"), rows, bias, &acts.step)?;
         }
         Ok(())
     }
@@ -391,7 +377,7 @@ impl<'a> LayerContext<'a> {
     }
 
     /// `acts.normed = rmsnorm(stream)·norm` for the first layer.
-    fn first_norm(&self, ops: &mut OpList, label: &str, norm: &'a wgpu::Buffer) -> Result<(), KernelError> {
+    fn first_norm(&self, ops: &mut OpList, label: &str, norm: &'a GpuTensor) -> Result<(), KernelError> {
         self.norm_stream(
             ops,
             PendingNorm { label: label.to_string(), block_out: None, post_norm: None, norm },
@@ -418,29 +404,18 @@ impl<'a> LayerContext<'a> {
         match norm.block_out {
             Some(block_out) => {
                 let rows = ResidualRows { block_out, hidden: stream, normed: &acts.normed };
-                record_residual_norm(
-                    ctx,
-                    ops,
-                    &norm.label,
-                    rows,
-                    norm.post_norm,
-                    norm.norm,
-                    &acts.step,
-                    config.hidden,
-                    config.rms_eps,
-                )
+                let norms =
+                    ResidualNorms { post_norm: norm.post_norm, next_norm: norm.norm, eps: config.rms_eps };
+                record_residual_norm(ctx, ops, &norm.label, rows, norms, &acts.step)
             }
             None => record_rms_norm(
                 ctx,
                 ops,
                 &norm.label,
                 stream,
-                norm.norm,
+                RmsNorm { weight: norm.norm, eps: config.rms_eps },
                 NormOutput::To(&acts.normed),
                 &acts.step,
-                config.hidden,
-                1,
-                config.rms_eps,
             ),
         }
     }
@@ -462,7 +437,7 @@ impl<'a> LayerContext<'a> {
     }
 
     /// The residual stream's buffer now and the other one.
-    fn stream_buffers(&self) -> (&'a wgpu::Buffer, &'a wgpu::Buffer) {
+    fn stream_buffers(&self) -> (&'a GpuTensor, &'a GpuTensor) {
         let acts = self.acts;
         if self.stream_in_alt.get() {
             (&acts.hidden_alt, &acts.hidden)
@@ -519,10 +494,20 @@ fn fused_label(norm_label: &str, stack: &StackedMatrix) -> String {
     format!("{norm_label}+{parts}")
 }
 
+/// What one layer's recording reads besides the shared activations: its index, weights,
+/// KV cache, RoPE table and the pre-norm of what follows it (the next layer's, or the output norm).
+pub(super) struct LayerInputs<'a> {
+    pub index: u32,
+    pub weights: &'a LayerWeights,
+    pub cache: &'a KvCache,
+    pub rope: &'a RopeTable,
+    pub next_norm: &'a GpuTensor,
+}
+
 /// The norms around a residual add: the block's own post-norm (Gemma) and the next pre-norm.
 pub(super) struct LayerEnds<'a> {
-    pub post_norm: Option<&'a wgpu::Buffer>,
-    pub next_norm: &'a wgpu::Buffer,
+    pub post_norm: Option<&'a GpuTensor>,
+    pub next_norm: &'a GpuTensor,
 }
 
 /// A session's forward pass: its KV cache, activations and the recorded op lists for a
@@ -597,12 +582,10 @@ impl ForwardGraph {
             ctx,
             &mut ops,
             "embedding",
-            &weights.token_embedding,
+            ScaledTable { table: &weights.token_embedding, scale: embedding_scale },
             &acts.tokens,
             &acts.hidden,
             &acts.step,
-            embedding_scale,
-            acts.max_tokens,
         )?;
         // Each layer leaves the next one's attention pre-norm (the output norm after the last
         // layer) in `normed`, fused with its final residual add; only the first needs its own.
@@ -616,7 +599,8 @@ impl ForwardGraph {
                 Some(local) if config.is_sliding_layer(index) => local,
                 _ => rope.global,
             };
-            arch.record_layer(&layer_ctx, &mut ops, index, layer, cache, table, next_norm)?;
+            let inputs = LayerInputs { index, weights: layer, cache, rope: table, next_norm };
+            arch.record_layer(&layer_ctx, &mut ops, &inputs)?;
         }
         layer_ctx.flush_norm(&mut ops)?;
         // A decode step's one token is already the last row.
@@ -629,13 +613,12 @@ impl ForwardGraph {
                     &acts.normed,
                     &acts.last_normed,
                     &acts.step,
-                    config.hidden,
                 )?;
                 &acts.last_normed
             }
             ForwardMode::Decode => &acts.normed,
         };
-        record_matvec(ctx, &mut ops, "lm head", weights.lm_head(), last_normed, 0, &acts.logits, 0)?;
+        record_matvec(ctx, &mut ops, "lm head", weights.lm_head(), last_normed, &acts.logits)?;
         Ok(ops)
     }
 

@@ -3,38 +3,38 @@ use std::borrow::Cow;
 use super::{arch::Storage, ModelConfig, ModelError};
 use crate::{
     gguf::{GgmlType, GgufFile},
-    gpu::{GpuContext, GpuMatrix, StackedMatrix},
+    gpu::{Element, GpuContext, GpuMatrix, GpuTensor, StackedMatrix},
     quant::{widen_to_q8_0, widens_to_q8_0},
 };
 
 /// Per-head RMSNorm weights of q and k (Gemma 3, Qwen 3).
 pub struct QkNormWeights {
-    pub q: wgpu::Buffer,
-    pub k: wgpu::Buffer,
+    pub q: GpuTensor,
+    pub k: GpuTensor,
 }
 
 /// Biases added to the q, k and v projections (Qwen 2).
 pub struct QkvBias {
-    pub q: wgpu::Buffer,
-    pub k: wgpu::Buffer,
-    pub v: wgpu::Buffer,
+    pub q: GpuTensor,
+    pub k: GpuTensor,
+    pub v: GpuTensor,
 }
 
 /// Norms of the attention and feed-forward outputs before their residual adds (Gemma 3).
 pub struct PostNorms {
-    pub attention: wgpu::Buffer,
-    pub ffn: wgpu::Buffer,
+    pub attention: GpuTensor,
+    pub ffn: GpuTensor,
 }
 
 /// One layer's weights; which optional parts it has is its architecture's `LayerLayout`.
 pub struct LayerWeights {
-    pub attn_norm: wgpu::Buffer,
+    pub attn_norm: GpuTensor,
     /// q, k and v, stacked where their types allow (see `Uploader::stacks`).
     pub qkv: Vec<StackedMatrix>,
     pub qkv_bias: Option<QkvBias>,
     pub qk_norms: Option<QkNormWeights>,
     pub o: GpuMatrix,
-    pub ffn_norm: wgpu::Buffer,
+    pub ffn_norm: GpuTensor,
     /// gate and up, stacked where their types allow.
     pub gate_up: Vec<StackedMatrix>,
     pub down: GpuMatrix,
@@ -46,7 +46,7 @@ pub struct ModelWeights {
     pub token_embedding: GpuMatrix,
     /// `None` when the LM head is the token embedding (tied).
     pub output: Option<GpuMatrix>,
-    pub output_norm: wgpu::Buffer,
+    pub output_norm: GpuTensor,
     pub layers: Vec<LayerWeights>,
     pub bytes: u64,
 }
@@ -286,10 +286,12 @@ impl<'a> Uploader<'a> {
         Ok(stacks)
     }
 
-    fn vector(&mut self, name: &str) -> Result<wgpu::Buffer, ModelError> {
+    /// An f32 vector (the config checked its type and length): one row of its length.
+    fn vector(&mut self, name: &str) -> Result<GpuTensor, ModelError> {
         let info = self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string()))?;
+        let width = info.n_elements() as u32;
         let buffer = self.ctx.checked(&format!("uploading {name}"), || {
-            self.ctx.storage_buffer(name, self.gguf.tensor_data(info))
+            GpuTensor::from_bytes(self.ctx, name, width, Element::F32, self.gguf.tensor_data(info))
         })?;
         self.advance(info.n_bytes);
         Ok(buffer)

@@ -7,7 +7,10 @@ use std::sync::{
 
 use super::params::{SamplingMode, SamplingParams, MAX_CANDIDATES};
 use crate::{
-    gpu::{grid, Define, DispatchSwitch, GpuContext, GpuError, OpList, Workgroups},
+    gpu::{
+        grid, Define, DispatchSwitch, Element, GpuContext, GpuError, GpuTensor, OpList, StepBuffer,
+        Workgroups,
+    },
     kernels::{make_dispatch, KernelError},
 };
 
@@ -31,18 +34,17 @@ const KERNEL: &str = "sampling";
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct SamplerLayout {
     vocab: u32,
-    logits_offset: u32,
     history_capacity: u32,
     stop_count: u32,
     slices: u32,
     tops_per_slice: u32,
-    _pad: [u32; 2],
+    _pad: [u32; 3],
 }
 
 #[cfg(test)]
 #[test]
 fn sampler_layout_match_wgsl() {
-    crate::kernels::wgsl_layout::assert_wgsl_layout!(SamplerLayout, "sampling_common.wgsl", "SamplerLayout", { vocab: u32, logits_offset: u32, history_capacity: u32, stop_count: u32, slices: u32, tops_per_slice: u32 });
+    crate::kernels::wgsl_layout::assert_wgsl_layout!(SamplerLayout, "sampling_common.wgsl", "SamplerLayout", { vocab: u32, history_capacity: u32, stop_count: u32, slices: u32, tops_per_slice: u32 });
 }
 
 /// `MergeRound` of sampling_merge.wgsl.
@@ -216,51 +218,46 @@ impl GpuSampler {
         defines
     }
 
-    /// Records the kernels that turn `logits` (f32 [vocab] at element offset `logits_offset`)
-    /// into one token id, then the "finish step" kernel: the token goes to `next_tokens[0]`
-    /// (the next step's input), the sampled-token ring and the penalty history; a stop token
-    /// sets `step.stopped`; the step advances (`pos += n_tokens; n_tokens = 1; generated += 1`).
+    /// Records the kernels that turn the first row of `logits` (rows of the vocabulary's
+    /// size) into one token id, then the "finish step" kernel: the token goes to the first
+    /// row of `next_tokens` (the next step's input), the sampled-token ring and the penalty
+    /// history; a stop token sets `step.stopped`; the step advances (`pos += n_tokens;
+    /// n_tokens = 1; generated += 1`).
     pub fn record(
         &self,
         ctx: &GpuContext,
         ops: &mut OpList,
-        logits: &wgpu::Buffer,
-        logits_offset: u32,
-        next_tokens: &wgpu::Buffer,
-        step: &wgpu::Buffer,
+        logits: &GpuTensor,
+        next_tokens: &GpuTensor,
+        step: &StepBuffer,
     ) -> Result<(), KernelError> {
-        let logits_end = (u64::from(logits_offset) + u64::from(self.vocab_size)) * 4;
-        if logits.size() < logits_end {
+        if logits.width() != self.vocab_size || logits.element() != Element::F32 {
             return Err(invalid(format!(
-                "logits buffer of {} bytes ends before the {} logits at offset {logits_offset}",
-                logits.size(),
+                "logits {} are not rows of the {} vocabulary logits",
+                logits.describe(),
                 self.vocab_size
             )));
         }
-        if logits.size() > ctx.caps.max_storage_binding {
+        if logits.size_bytes() > ctx.caps.max_storage_binding {
             return Err(invalid(format!(
-                "logits buffer of {} bytes exceeds the storage binding limit {}",
-                logits.size(),
+                "logits {} exceed the storage binding limit of {} bytes",
+                logits.describe(),
                 ctx.caps.max_storage_binding
             )));
         }
-        if next_tokens.size() < 4 || step.size() < 16 {
-            return Err(invalid(format!(
-                "next-token buffer of {} bytes (needs 4) or step buffer of {} bytes (needs 16)",
-                next_tokens.size(),
-                step.size()
-            )));
+        if next_tokens.element() != Element::U32 || next_tokens.is_empty() {
+            return Err(invalid(format!("next tokens {} are not u32 token ids", next_tokens.describe())));
         }
+        let (logits, next_tokens, step) = (logits.buffer(), next_tokens.buffer(), step.buffer());
         let layout = ctx.uniform_buffer(
             "sampler layout",
             &SamplerLayout {
                 vocab: self.vocab_size,
-                logits_offset,
                 history_capacity: self.history_capacity,
                 stop_count: self.stop_count,
                 slices: self.slices,
                 tops_per_slice: self.tops_per_slice,
-                _pad: [0; 2],
+                _pad: [0; 3],
             },
         );
         let defines = Self::defines(ctx);

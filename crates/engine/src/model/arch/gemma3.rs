@@ -8,17 +8,16 @@
 //! size but 27B, where it is hidden/heads = 168 (head_dim 128). GGUF has no key for it, so
 //! 27B is recognised by its 62 layers, as llama.cpp does.
 
-use super::{ArchitectureSpec, LayerContext, LayerEnds, LayerLayout, Storage};
+use super::{ArchitectureSpec, LayerContext, LayerEnds, LayerInputs, LayerLayout, Storage};
 use crate::{
     gpu::OpList,
     kernels::{
-        attention::KvCache,
         elementwise::Activation,
         fused_qk::{QkNorms, QkStep},
-        rope::{RopeFrequencies, RopeStyle, RopeTable},
+        rope::{RopeFrequencies, RopeStyle},
         KernelError,
     },
-    model::{ConfigReader, LayerWeights, ModelConfig, ModelError},
+    model::{ConfigReader, ModelConfig, ModelError},
 };
 
 pub struct Gemma3;
@@ -63,12 +62,9 @@ impl ArchitectureSpec for Gemma3 {
         &self,
         lc: &LayerContext<'a>,
         ops: &mut OpList,
-        index: u32,
-        w: &'a LayerWeights,
-        cache: &KvCache,
-        rope: &RopeTable,
-        next_norm: &'a wgpu::Buffer,
+        layer: &LayerInputs<'a>,
     ) -> Result<(), KernelError> {
+        let LayerInputs { index, weights: w, cache, rope, next_norm } = *layer;
         let (config, acts) = (lc.config, lc.acts);
         let (Some(qk_norms), Some(post_norms)) = (&w.qk_norms, &w.post_norms) else {
             return Err(KernelError::InvalidShape {

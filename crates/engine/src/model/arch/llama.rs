@@ -8,17 +8,16 @@
 
 use std::f64::consts::PI;
 
-use super::{ArchitectureSpec, LayerContext, LayerEnds, LayerLayout};
+use super::{ArchitectureSpec, LayerContext, LayerEnds, LayerInputs, LayerLayout};
 use crate::{
     gpu::OpList,
     kernels::{
-        attention::KvCache,
         elementwise::Activation,
         fused_qk::{QkNorms, QkStep},
-        rope::{RopeStyle, RopeTable},
+        rope::RopeStyle,
         KernelError,
     },
-    model::{ConfigReader, LayerWeights, ModelConfig, ModelError},
+    model::{ConfigReader, ModelConfig, ModelError},
 };
 
 pub struct Llama;
@@ -101,17 +100,13 @@ impl Llama3Scaling {
 
 /// A pre-norm layer: RMSNorm → q/k/v (+ biases) → (per-head q/k norm) → RoPE → attention →
 /// output, residual; RMSNorm → SiLU-gated FFN, residual.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn record_pre_norm_layer<'a>(
     lc: &LayerContext<'a>,
     ops: &mut OpList,
-    index: u32,
-    w: &'a LayerWeights,
-    cache: &KvCache,
-    rope: &RopeTable,
-    next_norm: &'a wgpu::Buffer,
+    layer: &LayerInputs<'a>,
     style: RopeStyle,
 ) -> Result<(), KernelError> {
+    let LayerInputs { index, weights: w, cache, rope, next_norm } = *layer;
     let acts = lc.acts;
     let name = |what: &str| format!("blk.{index}.{what}");
 

@@ -16,16 +16,12 @@ use std::fmt;
 use serde::Serialize;
 
 use super::{
-    forward::{LayerContext, LayerEnds},
-    ConfigReader, LayerWeights, ModelConfig, ModelError,
+    forward::{LayerContext, LayerEnds, LayerInputs},
+    ConfigReader, ModelConfig, ModelError,
 };
 use crate::{
     gpu::OpList,
-    kernels::{
-        attention::KvCache,
-        rope::{RopeStyle, RopeTable},
-        KernelError,
-    },
+    kernels::{rope::RopeStyle, KernelError},
 };
 
 /// How an architecture stores two or more matrices that read the same input.
@@ -92,18 +88,13 @@ pub(super) trait ArchitectureSpec: Sync {
     /// Records layer `index`; `lc.acts.normed` holds its attention pre-norm of the residual
     /// stream on entry and `next_norm` of the updated stream on exit. By default Llama's
     /// pre-norm layer, whose tensors (`layout`) and RoPE style vary by architecture.
-    #[allow(clippy::too_many_arguments)]
     fn record_layer<'a>(
         &self,
         lc: &LayerContext<'a>,
         ops: &mut OpList,
-        index: u32,
-        w: &'a LayerWeights,
-        cache: &KvCache,
-        rope: &RopeTable,
-        next_norm: &'a wgpu::Buffer,
+        layer: &LayerInputs<'a>,
     ) -> Result<(), KernelError> {
-        llama::record_pre_norm_layer(lc, ops, index, w, cache, rope, next_norm, self.rope_style())
+        llama::record_pre_norm_layer(lc, ops, layer, self.rope_style())
     }
 }
 
