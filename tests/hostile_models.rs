@@ -1,7 +1,7 @@
 //! Hostile model files: each is a real model (a small fixture, or a default model from
 //! `DOPPLER_TEST_MODELS_DIR`) with its metadata or tensor table changed to ask for too
-//! much. `doppler run` must refuse each within seconds, under 1 GiB of peak memory, with an
-//! error naming the problem, and before it opens the GPU.
+//! much. `doppler run` must refuse each within seconds, under 1 GiB of peak memory (2 GiB with
+//! its chat template renderer), with an error naming the problem, and before it opens the GPU.
 
 mod support;
 
@@ -15,7 +15,12 @@ use doppler_engine::ModelFile;
 use support::models::{fixture, model_path, GEMMA, SMOLLM2};
 
 const TIME_LIMIT: Duration = Duration::from_secs(5);
+/// The bound, for templates stopped by their renderer's memory limit: the renderer
+/// fills its GiB before it dies, seconds on a busy machine.
+const MEMORY_LIMITED_TIME_LIMIT: Duration = Duration::from_secs(30);
 const MEMORY_LIMIT_KIB: i64 = 1024 * 1024;
+/// `doppler run` and the child process it renders the model's chat template in, together.
+const WITH_RENDERER_MEMORY_LIMIT_KIB: i64 = 2 * 1024 * 1024;
 
 /// `source` rewritten with `edit` applied to its metadata entries (in file order).
 fn rewritten(source: &Path, edit: impl FnOnce(&mut Vec<(String, MetadataValue)>)) -> Vec<u8> {
@@ -78,6 +83,8 @@ struct Outcome {
     stderr: String,
     elapsed: Duration,
     peak_rss_kib: i64,
+    /// The largest peak among its child processes (the chat template renderer).
+    peak_child_rss_kib: i64,
 }
 
 /// The process's peak resident memory so far (its own, not counting the image it was spawned
@@ -88,8 +95,18 @@ fn peak_rss_kib(pid: u32) -> Option<i64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The processes `pid` started and has not reaped, from every one of its threads.
+fn child_ids(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|children| children.split_whitespace().filter_map(|id| id.parse().ok()).collect::<Vec<_>>())
+        .collect()
+}
+
 /// Runs `doppler run` on `bytes` written to a file, polling its peak resident memory until it ends.
-fn doppler_run(bytes: &[u8], extra_args: &[&str]) -> Outcome {
+fn doppler_run(bytes: &[u8], extra_args: &[&str], time_limit: Duration) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hostile.gguf");
     std::fs::write(&path, bytes).unwrap();
@@ -111,13 +128,17 @@ fn doppler_run(bytes: &[u8], extra_args: &[&str]) -> Outcome {
         text
     });
     let mut peak = 0;
+    let mut peak_child = 0;
     let status = loop {
         // Read before reaping: once the child has exited its memory figures are gone.
         peak = peak.max(peak_rss_kib(child.id()).unwrap_or(0));
+        for id in child_ids(child.id()) {
+            peak_child = peak_child.max(peak_rss_kib(id).unwrap_or(0));
+        }
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        if start.elapsed() > 4 * TIME_LIMIT {
+        if start.elapsed() > 4 * time_limit {
             child.kill().unwrap();
             panic!("doppler run still running after {:?}", start.elapsed());
         }
@@ -128,6 +149,7 @@ fn doppler_run(bytes: &[u8], extra_args: &[&str]) -> Outcome {
         stderr: reader.join().unwrap(),
         elapsed: start.elapsed(),
         peak_rss_kib: peak,
+        peak_child_rss_kib: peak_child,
     }
 }
 
@@ -136,7 +158,17 @@ fn assert_refused(case: &str, bytes: &[u8], expected: &[&str]) {
 }
 
 fn assert_refused_with(case: &str, bytes: &[u8], extra_args: &[&str], expected: &[&str]) {
-    let outcome = doppler_run(bytes, extra_args);
+    assert_refused_within(case, bytes, extra_args, expected, TIME_LIMIT);
+}
+
+fn assert_refused_within(
+    case: &str,
+    bytes: &[u8],
+    extra_args: &[&str],
+    expected: &[&str],
+    time_limit: Duration,
+) {
+    let outcome = doppler_run(bytes, extra_args, time_limit);
     let stderr = &outcome.stderr;
     assert!(!outcome.success, "{case}: accepted\n{stderr}");
     for needle in expected {
@@ -146,8 +178,13 @@ fn assert_refused_with(case: &str, bytes: &[u8], extra_args: &[&str], expected: 
         !stderr.contains("no-such-adapter"),
         "{case}: the GPU was opened before the file was checked:\n{stderr}"
     );
-    assert!(outcome.elapsed < TIME_LIMIT, "{case}: took {:?}", outcome.elapsed);
+    assert!(outcome.elapsed < time_limit, "{case}: took {:?}", outcome.elapsed);
     assert!(outcome.peak_rss_kib < MEMORY_LIMIT_KIB, "{case}: peak RSS {} KiB", outcome.peak_rss_kib);
+    let with_renderer = outcome.peak_rss_kib + outcome.peak_child_rss_kib;
+    assert!(
+        with_renderer < WITH_RENDERER_MEMORY_LIMIT_KIB,
+        "{case}: peak RSS with the renderer {with_renderer} KiB"
+    );
 }
 
 #[test]
@@ -285,39 +322,36 @@ fn chat_templates_asking_for_too_much_are_refused() {
     assert_refused("huge template", &with_key(&llama, key, huge), &["chat template", "over the limit"]);
 }
 
-#[test]
-fn vocabularies_asking_for_too_much_are_refused() {
-    let gemma = fixture("gemma3");
-    // Every normal token becomes a 1,000-byte shared prefix and a distinct tail: each token has
-    // a thousand splits to look up.
-    let long_prefixes = rewritten(&gemma, |entries| {
-        let (_, tokens) = entries.iter().find(|(k, _)| k == "tokenizer.ggml.tokens").unwrap();
-        let MetadataValue::Array(MetadataArray::String(tokens)) = tokens else {
-            panic!("tokens are strings")
-        };
-        let prefix = "▁".repeat(333);
-        let replaced: StringArray = tokens
-            .iter()
-            .enumerate()
-            .map(|(id, text)| if id < 300 { text.to_string() } else { format!("{prefix}{id}") })
-            .collect();
-        set(entries, "tokenizer.ggml.tokens", replaced);
-    });
-    assert_refused("long shared prefixes", &long_prefixes, &["SentencePiece", "too costly"]);
+/// Templates that double a string or a list with each of a few dozen instructions: 2^48 bytes
+/// within their fuel and before they write a byte, so only the renderer's memory limit stops
+/// them.
+const DOUBLING_TEMPLATES: [(&str, &str); 3] = [
+    ("string", "{% set ns = namespace(s='x') %}{% for i in range(48) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}"),
+    ("list", "{% set ns = namespace(l=[0]) %}{% for i in range(48) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l|length }}"),
+    ("join", "{% set ns = namespace(s='x') %}{% for i in range(48) %}{% set ns.s = [ns.s, ns.s]|join %}{% endfor %}{{ ns.s|length }}"),
+];
+/// Doubling by `replace` costs a few seconds of work per GiB: on a busy machine the renderer's
+/// deadline may stop it before its memory limit does.
+const REPLACE_DOUBLING_TEMPLATE: &str =
+    "{% set ns = namespace(s='x') %}{% for i in range(48) %}{% set ns.s = ns.s|replace('x', 'xx') %}{% endfor %}{{ ns.s|length }}";
 
-    let long_token = rewritten(&gemma, |entries| {
-        let (_, tokens) = entries.iter().find(|(k, _)| k == "tokenizer.ggml.tokens").unwrap();
-        let MetadataValue::Array(MetadataArray::String(tokens)) = tokens else {
-            panic!("tokens are strings")
-        };
-        let replaced: StringArray = tokens
-            .iter()
-            .enumerate()
-            .map(|(id, t)| if id == 400 { "y".repeat(5000) } else { t.to_string() })
-            .collect();
-        set(entries, "tokenizer.ggml.tokens", replaced);
-    });
-    assert_refused("long token", &long_token, &["token 400", "5000 bytes"]);
+#[test]
+fn chat_templates_doubling_their_data_are_stopped_by_the_renderers_limits() {
+    let llama = fixture("llama3");
+    let key = "tokenizer.chat_template";
+    for (case, template) in DOUBLING_TEMPLATES {
+        let expected = ["chat template", "memory limit"];
+        assert_refused_within(
+            case,
+            &with_key(&llama, key, template),
+            &[],
+            &expected,
+            MEMORY_LIMITED_TIME_LIMIT,
+        );
+    }
+    let replace = with_key(&llama, key, REPLACE_DOUBLING_TEMPLATE);
+    let expected = ["chat template", "was stopped"];
+    assert_refused_within("replace", &replace, &[], &expected, MEMORY_LIMITED_TIME_LIMIT);
 }
 
 /// The default models, when present, with the three hostile edits.
@@ -331,6 +365,9 @@ fn default_models_with_hostile_metadata_are_refused() {
     );
     let template = with_key(&smollm, "tokenizer.chat_template", LOOPING_TEMPLATE);
     assert_refused("SmolLM2 template", &template, &["chat template", "fuel"]);
+    let template = with_key(&smollm, "tokenizer.chat_template", DOUBLING_TEMPLATES[0].1);
+    let expected = ["chat template", "memory limit"];
+    assert_refused_within("SmolLM2 doubling template", &template, &[], &expected, MEMORY_LIMITED_TIME_LIMIT);
     let prefixes = rewritten(&gemma, |entries| {
         let (_, tokens) = entries.iter().find(|(k, _)| k == "tokenizer.ggml.tokens").unwrap();
         let MetadataValue::Array(MetadataArray::String(tokens)) = tokens else {

@@ -2,5 +2,6 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
+    doppler_engine::tokenizer::sandbox_chat_templates();
     doppler_app::run();
 }

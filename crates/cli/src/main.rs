@@ -38,6 +38,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    doppler_engine::tokenizer::sandbox_chat_templates();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("DOPPLER_LOG").unwrap_or_else(|_| "warn".into()),

@@ -1,6 +1,8 @@
 //! Bounds on what a model's vocabulary and chat template may ask of the tokenizer builder and
 //! the template renderer, checked before the work they bound starts.
 
+use std::time::Duration;
+
 use crate::model::limits::MAX_VOCAB;
 
 /// Tokens in a vocabulary (the model's own limit, so the two agree).
@@ -25,3 +27,10 @@ pub const TEMPLATE_FUEL_PER_MESSAGE: u64 = 10_000;
 /// Bytes a render may write: the conversation itself plus room for the markup around it.
 pub const TEMPLATE_OUTPUT_BASE: usize = 1 << 20;
 pub const TEMPLATE_OUTPUT_PER_INPUT_BYTE: usize = 4;
+/// Address space a model's template may take in the sandbox's child, above what the executable
+/// maps at start: far more than a real template needs (its output is capped at a few times the
+/// conversation), far less than the machine has.
+pub const TEMPLATE_RENDERER_MEMORY: u64 = 1 << 30;
+/// How long a render in the sandbox's child may take before the child is killed. Real templates
+/// render in milliseconds; fuel stops most loops long before this.
+pub const TEMPLATE_RENDER_TIMEOUT: Duration = Duration::from_secs(10);

@@ -20,6 +20,7 @@ mod sentencepiece;
 mod spec;
 mod special_tokens;
 mod stream_decoder;
+mod template_sandbox;
 mod text_tokenizer;
 
 #[cfg(test)]
@@ -33,4 +34,5 @@ pub use chat_template::{encode_chat, ChatTemplate, TemplateError, TemplateOrigin
 pub use error::TokenizerError;
 pub use spec::{TokenType, TokenizerModel, TokenizerSpec};
 pub use stream_decoder::StreamDecoder;
+pub use template_sandbox::{sandbox_chat_templates, TemplateSandbox, RENDERER_ARG};
 pub use text_tokenizer::Tokenizer;
