@@ -279,6 +279,8 @@ export const api = {
     invoke<Conversion[]>('watch_conversions', { onChange: channel(onChange) }),
   startConversion: (repo: string, quant: string) => invoke<Conversion>('start_conversion', { repo, quant }),
   cancelConversion: (id: number) => invoke<void>('cancel_conversion', { id }),
+  resumeConversion: (id: number) => invoke<Conversion>('resume_conversion', { id }),
+  dismissConversion: (id: number) => invoke<void>('dismiss_conversion', { id }),
   listRemoteBackends: () => invoke<RemoteBackend[]>('list_remote_backends'),
   addRemoteBackend: (backend: NewRemoteBackend) => invoke<RemoteBackend>('add_remote_backend', { backend }),
   removeRemoteBackend: (backendId: string) => invoke<void>('remove_remote_backend', { backendId }),

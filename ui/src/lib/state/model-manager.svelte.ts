@@ -1,6 +1,6 @@
 // The model manager: Hub search, a repository's quantizations with fit badges, the downloads
 // list (kept by the app across restarts, changes pushed over a channel), conversions of
-// safetensors repositories to RDRR (changes pushed the same way) and recommendations.
+// safetensors repositories to RDRR (kept and pushed the same way) and recommendations.
 import {
   api,
   errorMessage,
@@ -39,6 +39,11 @@ export function formatEta(seconds: number | null): string {
   const minutes = Math.round(seconds / 60);
   if (minutes < 60) return `${minutes} min`;
   return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+/** Whether a conversion is downloading or converting (it can be cancelled, not resumed). */
+export function isConverting(conversion: Conversion | undefined): boolean {
+  return conversion?.status === 'downloading' || conversion?.status === 'converting';
 }
 
 /** A download or a conversion: a job that ends with a model installed, or failed. */
@@ -133,9 +138,33 @@ class ModelManager {
 
   async convert(repo: string, quant: string) {
     try {
-      this.applyConversion(await api.startConversion(repo, quant), false);
+      const started = await api.startConversion(repo, quant);
+      // A cancelled or failed conversion of the same repository and type gives way to it.
+      this.conversions = this.conversions.filter(
+        (c) => c.id === started.id || c.repo !== repo || c.quant !== started.quant || c.status === 'done',
+      );
+      this.applyConversion(started, false);
     } catch (error) {
       toasts.show('error', `Could not convert ${repo}`, errorMessage(error));
+    }
+  }
+
+  /** Goes on with a cancelled or failed conversion from the files it downloaded. */
+  async resumeConversion(id: number) {
+    try {
+      this.applyConversion(await api.resumeConversion(id), false);
+    } catch (error) {
+      toasts.show('error', 'Could not resume the conversion', errorMessage(error));
+    }
+  }
+
+  /** Takes an ended conversion off the list. */
+  async dismissConversion(id: number) {
+    try {
+      await api.dismissConversion(id);
+      this.conversions = this.conversions.filter((conversion) => conversion.id !== id);
+    } catch (error) {
+      toasts.show('error', 'Could not clear the conversion', errorMessage(error));
     }
   }
 
