@@ -228,7 +228,7 @@ fn a_conversion_the_app_was_killed_during_resumes_when_the_next_service_starts()
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !weights_part(&store).is_some_and(|part| std::fs::metadata(part).unwrap().len() >= 128 << 10) {
+    while weights_part(&store).is_none_or(|part| std::fs::metadata(part).unwrap().len() < 128 << 10) {
         assert!(app.try_wait().unwrap().is_none(), "the app ended before it was killed");
         assert!(Instant::now() < deadline, "the weights' download did not start");
         std::thread::sleep(Duration::from_millis(20));
