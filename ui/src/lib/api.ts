@@ -130,7 +130,9 @@ export type QueuedGeneration = { generationId: number; conversationId?: number; 
 export type QueueView = { running: QueuedGeneration | null; waiting: QueuedGeneration[] };
 
 /** A search result of the Hugging Face Hub. */
-export type HubModel = { id: string; downloads: number | null; likes: number | null };
+/** What a Hub repository holds: GGUF files to download, or a safetensors model to convert. */
+export type ModelFormat = 'gguf' | 'safetensors';
+export type HubModel = { id: string; downloads: number | null; likes: number | null; formats: ModelFormat[] };
 
 export type Fit = 'fits' | 'tight' | 'too-big';
 export type MemoryTier = 'dedicated-large' | 'dedicated-small' | 'unified' | 'cpu';

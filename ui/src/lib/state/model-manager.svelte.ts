@@ -8,6 +8,7 @@ import {
   type Download,
   type Fit,
   type HubModel,
+  type ModelFormat,
   type Recommendation,
   type RepoView,
 } from '../api';
@@ -25,6 +26,16 @@ export function fitLabel(fit: Fit | null): string {
     default:
       return 'Unknown';
   }
+}
+
+/** What opening a search result leads to: a GGUF repository's files to download, else the
+ * conversion of its safetensors model. */
+export function resultAction(model: HubModel): 'Download' | 'Convert' {
+  return model.formats.includes('gguf') || !model.formats.includes('safetensors') ? 'Download' : 'Convert';
+}
+
+export function formatLabel(format: ModelFormat): string {
+  return format === 'gguf' ? 'GGUF' : 'safetensors';
 }
 
 /** Whether `text` names a Hub repository (`owner/name`), which can be opened without a search. */

@@ -22,7 +22,7 @@ const models = vi.hoisted(() => ({ refresh: vi.fn(), installed: [] as { id: stri
 vi.mock('../api', async (importOriginal) => ({ ...(await importOriginal<typeof import('../api')>()), api }));
 vi.mock('./models.svelte', () => ({ models }));
 
-const { fitLabel, formatEta, isRepoId, modelManager } = await import('./model-manager.svelte');
+const { fitLabel, formatEta, formatLabel, isRepoId, modelManager, resultAction } = await import('./model-manager.svelte');
 const { toasts } = await import('./toasts.svelte');
 
 function download(overrides: Partial<Download> = {}): Download {
@@ -209,6 +209,14 @@ describe('model manager state', () => {
     api.resumeConversion.mockRejectedValue('conversion 8 is not cancelled or failed');
     await modelManager.resumeConversion(8);
     expect(toastsShown).toHaveBeenCalledWith('error', 'Could not resume the conversion', 'conversion 8 is not cancelled or failed');
+  });
+
+  it('opens a search result to download its GGUF files, or to convert a safetensors-only repository', () => {
+    const result = (formats: ('gguf' | 'safetensors')[]) => ({ id: 'org/m', downloads: 1, likes: 0, formats });
+    expect(resultAction(result(['gguf']))).toBe('Download');
+    expect(resultAction(result(['gguf', 'safetensors']))).toBe('Download');
+    expect(resultAction(result(['safetensors']))).toBe('Convert');
+    expect(formatLabel('gguf')).toBe('GGUF');
   });
 
   it('knows a repository id from a search', () => {
