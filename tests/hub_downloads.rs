@@ -10,7 +10,7 @@ use std::time::Duration;
 use doppler_engine::store::{ModelStore, StoreError};
 use doppler_store::{
     download::{CancelToken, DownloadError, RetryPolicy},
-    hub::{HubClient, HubConfig, HubError},
+    hub::{HubClient, HubConfig, HubError, ModelFormat},
     pull,
     quant::{gguf_choices, recommend, Fit},
     PullError, PullEvent, PullOutcome, PullRequest, Selection,
@@ -82,13 +82,29 @@ fn assert_nothing_installed(setup: &Setup) {
 }
 
 #[test]
-fn search_lists_gguf_repositories() {
+fn search_lists_gguf_and_safetensors_repositories_with_their_formats() {
     let setup = setup(llama_repo());
     setup.hub.add_repo("someone/Other-GGUF", llama_repo());
+    let safetensors = || StandinFile::new("model.safetensors", vec![0; 64]);
+    setup.hub.add_repo("doppler-test/Llama-Tiny", vec![safetensors()]);
+    setup.hub.add_repo("doppler-test/Llama-Tiny-Both", vec![safetensors(), llama_repo().remove(0)]);
+    setup.hub.add_repo("doppler-test/Llama-Tiny-Onnx", vec![StandinFile::new("model.onnx", vec![0; 64])]);
     let models = setup.client.search("llama-tiny", 20).unwrap();
-    let ids: Vec<&str> = models.iter().map(|model| model.id.as_str()).collect();
-    assert_eq!(ids, [REPO]);
+    let found: Vec<(&str, &[ModelFormat])> =
+        models.iter().map(|model| (model.id.as_str(), model.formats.as_slice())).collect();
+    assert_eq!(
+        found,
+        [
+            ("doppler-test/Llama-Tiny-Both", &[ModelFormat::Gguf, ModelFormat::Safetensors][..]),
+            (REPO, &[ModelFormat::Gguf]),
+            ("doppler-test/Llama-Tiny", &[ModelFormat::Safetensors]),
+        ],
+        "each repository once, GGUF ones first among equal downloads; neither format, not at all"
+    );
     assert_eq!(models[0].downloads, Some(1234));
+    assert_eq!(setup.client.search("llama-tiny", 2).unwrap().len(), 2);
+    let json = serde_json::to_value(&models[0]).unwrap();
+    assert_eq!(json["formats"], serde_json::json!(["gguf", "safetensors"]), "{json}");
     assert!(setup.client.search("nothing-like-this", 20).unwrap().is_empty());
 }
 

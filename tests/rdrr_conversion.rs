@@ -96,7 +96,7 @@ const Q4_K_M_LOGIT_TOLERANCE: f32 = 1.25;
 
 #[test]
 fn a_safetensors_folder_converts_to_the_ggufs_logits() {
-    use doppler_engine::rdrr::open_rdrr;
+    use doppler_engine::rdrr::{open_rdrr, ShardCheck};
     use doppler_store::convert::{safetensors_to_rdrr, TargetQuant};
     let engine = default_engine();
     for architecture in ["llama3", "qwen2", "qwen3"] {
@@ -122,7 +122,7 @@ fn a_safetensors_folder_converts_to_the_ggufs_logits() {
             assert_eq!(converted.info().architecture, original.info().architecture);
             if quant == TargetQuant::Q4_K_M {
                 assert_eq!(converted.info().quantization, "Q4_K_M");
-                let rdrr = open_rdrr(&written.manifest().path).unwrap();
+                let rdrr = open_rdrr(&written.manifest().path, ShardCheck::Sha256).unwrap();
                 if architecture == "llama3" {
                     // This fixture is llama.cpp's own Q4_K_M (rows of 256 and 512): the same
                     // types, the head and layer 1's attn_v and ffn_down in Q6_K.

@@ -94,6 +94,8 @@ pub fn run() {
             core::conversions::commands::watch_conversions,
             core::conversions::commands::start_conversion,
             core::conversions::commands::cancel_conversion,
+            core::conversions::commands::resume_conversion,
+            core::conversions::commands::dismiss_conversion,
             core::backends::commands::list_remote_backends,
             core::backends::commands::add_remote_backend,
             core::backends::commands::remove_remote_backend,

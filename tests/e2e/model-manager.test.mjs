@@ -2,7 +2,8 @@
 // http server speaking search, tree, and `resolve` with a 302 carrying X-Linked-Etag and
 // X-Linked-Size, with Range on the "CDN"): search → repository view with a fit badge → pull
 // with progress, paused and resumed (a Range request) → load → a streamed reply; a repository
-// of safetensors opened by its id → Convert to Q4_K_M with progress → the model installed.
+// of safetensors found by the search (marked Convert) → Convert to Q4_K_M with progress → the
+// model installed.
 // The app runs on a model store of its own (HF_ENDPOINT and DOPPLER_HOME reach it through
 // tauri-driver's environment), holding the default model so that startup is as usual.
 import assert from 'node:assert/strict';
@@ -168,8 +169,11 @@ async function startHub(modelPath) {
     const path = decodeURIComponent(url.pathname);
     if (serveRepo(ST_REPO, stFiles, path, req, res)) return;
     if (path === '/api/models') {
+      // The Hub's search by format tag: the app asks for GGUF and for safetensors repositories.
       const query = (url.searchParams.get('search') ?? '').toLowerCase();
-      return json(res, REPO.toLowerCase().includes(query) ? [{ id: REPO, downloads: 1234, likes: 5 }] : []);
+      const tagged = { gguf: REPO, safetensors: ST_REPO }[url.searchParams.get('filter')];
+      const found = tagged?.toLowerCase().includes(query) ? [{ id: tagged, downloads: 1234, likes: 5 }] : [];
+      return json(res, found);
     }
     if (path === `/api/models/${REPO}/tree/main`) {
       return json(res, [
@@ -308,15 +312,18 @@ test('a model found on the Hub is pulled with progress, paused and resumed, load
   }
 });
 
-test('a safetensors repository opened by its id converts to Q4_K_M and is installed', async () => {
+test('a safetensors repository found by the search converts to Q4_K_M and is installed', async () => {
   const driver = await launchApp();
   try {
     await click(driver, byTestId('model-manager-button'));
     await find(driver, byTestId('model-manager'));
     await (await find(driver, byTestId('hub-search-input'))).sendKeys(ST_REPO);
     await click(driver, byTestId('hub-search-button'));
-    // The search lists GGUF repositories only; a repository id opens directly.
-    await click(driver, byTestId('hub-open-repo'));
+    // The search lists safetensors repositories too, to convert.
+    const result = By.css(`[data-testid="hub-result"][data-repo="${ST_REPO}"]`);
+    assert.equal(await (await find(driver, result, 30_000)).getAttribute('data-formats'), 'safetensors');
+    assert.equal(await textOf(driver, await find(driver, By.css(`[data-repo="${ST_REPO}"] [data-testid="hub-result-action"]`))), 'Convert');
+    await click(driver, result);
     await find(driver, byTestId('repo-convert'), 30_000);
     assert.equal((await driver.findElements(byTestId('repo-choice'))).length, 0, 'no GGUF to download');
     await (await find(driver, byTestId('convert-quant'))).sendKeys('Q4_K_M');

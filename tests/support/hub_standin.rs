@@ -1,5 +1,5 @@
 //! A stand-in for the Hugging Face Hub on 127.0.0.1, speaking the parts of its API that
-//! DOPPLER uses (search, tree, `resolve` with a 302 to a "CDN" path carrying `X-Linked-Etag`
+//! DOPPLER uses (search by format tag, tree, `resolve` with a 302 to a "CDN" path carrying `X-Linked-Etag`
 //! and `X-Linked-Size`, Range requests), with faults to inject into the downloads it serves.
 
 // Each test binary uses a part of the stand-in.
@@ -155,24 +155,42 @@ fn authorized(repo: &Repo, headers: &HeaderMap) -> bool {
     repo.token.as_ref().is_none_or(|token| sent == Some(&format!("Bearer {token}")))
 }
 
+/// Answers as the Hub does: repositories whose id holds `search` and that carry the `filter`
+/// tag, which the stand-in gives a repository holding a file of that format.
 async fn search(State(shared): State<Arc<Shared>>, Query(query): Query<HashMap<String, String>>) -> Response {
     let needle = query.get("search").cloned().unwrap_or_default().to_lowercase();
     let limit: usize = query.get("limit").and_then(|limit| limit.parse().ok()).unwrap_or(1000);
     let repos = shared.repos.lock().unwrap();
-    let mut ids: Vec<&String> = repos.keys().filter(|id| id.to_lowercase().contains(&needle)).collect();
-    ids.sort();
-    let models: Vec<serde_json::Value> = ids
+    let mut found: Vec<(&String, Vec<&str>)> = repos
+        .iter()
+        .filter(|(id, _)| id.to_lowercase().contains(&needle))
+        .map(|(id, repo)| (id, format_tags(repo)))
+        .filter(|(_, tags)| query.get("filter").is_none_or(|filter| tags.contains(&filter.as_str())))
+        .collect();
+    found.sort();
+    let models: Vec<serde_json::Value> = found
         .into_iter()
         .take(limit)
-        .map(|id| {
+        .map(|(id, mut tags)| {
+            tags.push("llama");
             serde_json::json!({
                 "_id": "65f0c0ffee", "id": id, "modelId": id, "likes": 7, "downloads": 1234,
-                "private": false, "tags": ["gguf", "llama"], "pipeline_tag": "text-generation",
-                "library_name": "gguf", "createdAt": "2026-01-01T00:00:00.000Z"
+                "private": false, "tags": tags, "pipeline_tag": "text-generation",
+                "createdAt": "2026-01-01T00:00:00.000Z"
             })
         })
         .collect();
     json(serde_json::Value::Array(models))
+}
+
+/// The Hub's format tags for what `repo` holds.
+fn format_tags(repo: &Repo) -> Vec<&'static str> {
+    let holds = |extension: &str| repo.files.iter().any(|file| file.path.ends_with(extension));
+    [(".gguf", "gguf"), (".safetensors", "safetensors")]
+        .into_iter()
+        .filter(|(extension, _)| holds(extension))
+        .map(|(_, tag)| tag)
+        .collect()
 }
 
 async fn tree(

@@ -45,6 +45,7 @@ fn search_files_and_pull_install_a_listed_model() {
     let output = run(doppler(&hub, home.path()).args(["models", "search", "llama-tiny", "--json"]));
     let found: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(found[0]["id"], REPO, "{found}");
+    assert_eq!(found[0]["formats"], serde_json::json!(["gguf"]), "{found}");
 
     let output = run(doppler(&hub, home.path()).args(["models", "files", REPO, "--json", "--budget", "1GB"]));
     let choices: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();

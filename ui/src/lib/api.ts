@@ -130,7 +130,9 @@ export type QueuedGeneration = { generationId: number; conversationId?: number; 
 export type QueueView = { running: QueuedGeneration | null; waiting: QueuedGeneration[] };
 
 /** A search result of the Hugging Face Hub. */
-export type HubModel = { id: string; downloads: number | null; likes: number | null };
+/** What a Hub repository holds: GGUF files to download, or a safetensors model to convert. */
+export type ModelFormat = 'gguf' | 'safetensors';
+export type HubModel = { id: string; downloads: number | null; likes: number | null; formats: ModelFormat[] };
 
 export type Fit = 'fits' | 'tight' | 'too-big';
 export type MemoryTier = 'dedicated-large' | 'dedicated-small' | 'unified' | 'cpu';
@@ -279,6 +281,8 @@ export const api = {
     invoke<Conversion[]>('watch_conversions', { onChange: channel(onChange) }),
   startConversion: (repo: string, quant: string) => invoke<Conversion>('start_conversion', { repo, quant }),
   cancelConversion: (id: number) => invoke<void>('cancel_conversion', { id }),
+  resumeConversion: (id: number) => invoke<Conversion>('resume_conversion', { id }),
+  dismissConversion: (id: number) => invoke<void>('dismiss_conversion', { id }),
   listRemoteBackends: () => invoke<RemoteBackend[]>('list_remote_backends'),
   addRemoteBackend: (backend: NewRemoteBackend) => invoke<RemoteBackend>('add_remote_backend', { backend }),
   removeRemoteBackend: (backendId: string) => invoke<void>('remove_remote_backend', { backendId }),

@@ -40,7 +40,7 @@ enum ModelsCommand {
         #[arg(long)]
         sha256: Option<String>,
     },
-    /// Search the Hugging Face Hub for GGUF models (HF_ENDPOINT, HF_TOKEN).
+    /// Search the Hugging Face Hub for GGUF models and safetensors models to convert (HF_ENDPOINT, HF_TOKEN).
     Search {
         query: String,
         /// At most this many results.

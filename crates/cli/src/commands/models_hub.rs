@@ -1,5 +1,5 @@
-//! `doppler models search | files | pull`: GGUF models from the Hugging Face Hub
-//! (`HF_ENDPOINT`, `HF_TOKEN`).
+//! `doppler models search | files | pull`: GGUF models (and safetensors models to convert)
+//! from the Hugging Face Hub (`HF_ENDPOINT`, `HF_TOKEN`).
 
 use std::cell::RefCell;
 
@@ -25,12 +25,13 @@ pub fn search(query: &str, limit: usize, json: bool) -> Result<()> {
         return Ok(());
     }
     if models.is_empty() {
-        eprintln!("no GGUF models match '{query}'");
+        eprintln!("no GGUF or safetensors models match '{query}'");
     }
     for model in &models {
+        let formats: Vec<&str> = model.formats.iter().map(|format| format.tag()).collect();
         let downloads =
             model.downloads.map_or_else(String::new, |downloads| format!("{downloads} downloads"));
-        println!("{:<60}  {downloads}", model.id);
+        println!("{:<60}  {:<16}  {downloads}", model.id, formats.join(","));
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::{
     gguf::{GgufError, GgufFile},
-    rdrr::{is_rdrr_path, open_rdrr, RdrrError},
+    rdrr::{is_rdrr_path, open_rdrr, RdrrError, ShardCheck},
 };
 
 /// Why a model file could not be read.
@@ -19,10 +19,11 @@ pub enum ModelSourceError {
 }
 
 /// Opens the model at `path`: an RDRR model where `path` is an `rdrr.json` or a folder
-/// holding one, else a GGUF file. Nothing in either is trusted.
+/// holding one (its shards' sizes checked, not their sha256s: see [`ShardCheck`]), else a
+/// GGUF file. Nothing in either is trusted.
 pub fn open_model_source(path: &Path) -> Result<GgufFile, ModelSourceError> {
     if is_rdrr_path(path) {
-        Ok(open_rdrr(path)?)
+        Ok(open_rdrr(path, ShardCheck::Size)?)
     } else {
         Ok(GgufFile::open(path)?)
     }

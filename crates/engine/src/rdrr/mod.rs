@@ -9,8 +9,11 @@
 //!
 //! Shards can be fetched, verified and cached one at a time, and a model converted from
 //! safetensors needs no GGUF step. The reader treats the manifest as untrusted: sizes,
-//! counts and offsets are checked against limits and the shards actually present, and every
-//! shard's sha256 is checked before its bytes are used.
+//! counts and offsets are checked against limits and the shards actually present. Shards are
+//! hashed where they are made or fetched (the writer and the downloads compute each sha256 as
+//! the bytes go by, the store records them, `doppler models verify` checks them again), so a
+//! load checks each shard's size only ([`ShardCheck::Size`]) unless its caller asks for the
+//! sha256s too ([`ShardCheck::Sha256`]): hashing costs seconds per gigabyte on every load.
 
 mod error;
 mod manifest;
@@ -22,7 +25,7 @@ mod tests;
 
 pub use error::{RdrrError, RdrrProblem, RdrrWriteError};
 pub use manifest::{RdrrManifest, ShardEntry, TensorEntry};
-pub use reader::open_rdrr;
+pub use reader::{open_rdrr, ShardCheck};
 pub use writer::{RdrrWriter, WrittenFile, WrittenRdrr};
 
 /// The manifest's file name inside an RDRR folder.

@@ -21,10 +21,22 @@ use crate::{
     store::{hash_into, is_plain_file_name, to_hex},
 };
 
+/// How much of each shard [`open_rdrr`] checks against the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardCheck {
+    /// Its size: a missing, truncated or grown shard is refused. What loading does: hashing
+    /// costs seconds per gigabyte, and every shard was hashed when it was written or
+    /// downloaded (the store records the sha256s, and `doppler models verify` checks them).
+    Size,
+    /// Its size and sha256, reading every byte: for models whose shards nobody checked.
+    Sha256,
+}
+
 /// Opens the RDRR model at `path` (its `rdrr.json`, or the folder holding it): the manifest
-/// is checked against the limits and the shards on disk, every shard's size and sha256 is
-/// checked, then the shards are memory-mapped. Nothing in the manifest is trusted.
-pub fn open_rdrr(path: &Path) -> Result<GgufFile, RdrrError> {
+/// is checked against the limits and the shards on disk, each shard as `check` says, then
+/// the shards are memory-mapped. Nothing in the manifest is trusted: a tensor can only reach
+/// bytes inside its shard, whatever the shards hold.
+pub fn open_rdrr(path: &Path, check: ShardCheck) -> Result<GgufFile, RdrrError> {
     let manifest_path = if path.is_dir() { path.join(MANIFEST_FILE) } else { path.to_path_buf() };
     let manifest = read_manifest(&manifest_path)?;
     let invalid = |problem| RdrrError::Invalid { path: manifest_path.clone(), problem };
@@ -35,7 +47,13 @@ pub fn open_rdrr(path: &Path) -> Result<GgufFile, RdrrError> {
     let maps = manifest
         .shards
         .iter()
-        .map(|shard| map_verified(&dir.join(&shard.file), shard.size, &shard.sha256))
+        .map(|shard| {
+            map_checked(
+                &dir.join(&shard.file),
+                shard.size,
+                (check == ShardCheck::Sha256).then_some(shard.sha256.as_str()),
+            )
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(GgufFile::from_shards(manifest_path.display().to_string(), metadata, tensors, tensor_shard, maps))
 }
@@ -204,42 +222,38 @@ fn check_no_overlap(
     Ok(())
 }
 
-/// Maps a shard after checking its size and sha256 against the manifest's. The hash reads
+/// Maps a shard after checking its size, and its sha256 where one is given. The hash reads
 /// the file rather than the map, so checking a many-gigabyte model leaves its pages in the
 /// page cache, not resident in this process, until the weights are uploaded.
-fn map_verified(path: &Path, expected_size: u64, expected_sha256: &str) -> Result<Mmap, RdrrError> {
+fn map_checked(path: &Path, expected_size: u64, expected_sha256: Option<&str>) -> Result<Mmap, RdrrError> {
     let io_error = |source| RdrrError::Io { path: PathBuf::from(path), source };
+    let size_error =
+        |actual| RdrrError::ShardSize { path: path.to_path_buf(), expected: expected_size, actual };
     let mut file = File::open(path).map_err(io_error)?;
     let actual = file.metadata().map_err(io_error)?.len();
     if actual != expected_size {
-        return Err(RdrrError::ShardSize { path: path.to_path_buf(), expected: expected_size, actual });
+        return Err(size_error(actual));
     }
-    let mut hasher = Sha256::new();
-    let hashed = hash_into(&mut hasher, &mut file).map_err(io_error)?;
-    let sha256 = to_hex(&hasher.finalize());
-    if hashed != expected_size {
-        return Err(RdrrError::ShardSize {
-            path: path.to_path_buf(),
-            expected: expected_size,
-            actual: hashed,
-        });
-    }
-    if sha256 != expected_sha256 {
-        return Err(RdrrError::ShardChecksum {
-            path: path.to_path_buf(),
-            expected: expected_sha256.to_string(),
-            actual: sha256,
-        });
+    if let Some(expected_sha256) = expected_sha256 {
+        let mut hasher = Sha256::new();
+        let hashed = hash_into(&mut hasher, &mut file).map_err(io_error)?;
+        if hashed != expected_size {
+            return Err(size_error(hashed));
+        }
+        let sha256 = to_hex(&hasher.finalize());
+        if sha256 != expected_sha256 {
+            return Err(RdrrError::ShardChecksum {
+                path: path.to_path_buf(),
+                expected: expected_sha256.to_string(),
+                actual: sha256,
+            });
+        }
     }
     // SAFETY: the map is read-only. Another process rewriting the shard while it is open is
     // outside what we can guard against (as for every mmap reader).
     let map = unsafe { Mmap::map(&file) }.map_err(io_error)?;
     if map.len() as u64 != expected_size {
-        return Err(RdrrError::ShardSize {
-            path: path.to_path_buf(),
-            expected: expected_size,
-            actual: map.len() as u64,
-        });
+        return Err(size_error(map.len() as u64));
     }
     Ok(map)
 }

@@ -10,7 +10,7 @@ use reqwest::{
 use super::{
     listing::TreeEntry,
     repo_path::{check_revision, endpoint_url, file_segments, parse_endpoint, repo_segments},
-    HubConfig, HubError, HubModel, RepoFile,
+    HubConfig, HubError, HubModel, ModelFormat, RepoFile,
 };
 
 /// Listings are JSON of a few hundred bytes per entry; far more is not a listing.
@@ -62,17 +62,30 @@ impl HubClient {
         &self.config
     }
 
-    /// The GGUF repositories whose id matches `query`, most downloaded first.
+    /// The GGUF and safetensors repositories whose id matches `query`, most downloaded first,
+    /// each with the formats it holds. The Hub's `filter` ANDs the tags it is given, so each
+    /// format is a search of its own; a repository both find is listed once, with both.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<HubModel>, HubError> {
-        let mut url = endpoint_url(&self.endpoint, ["api", "models"]);
-        url.query_pairs_mut()
-            .append_pair("search", query)
-            .append_pair("filter", "gguf")
-            .append_pair("sort", "downloads")
-            .append_pair("direction", "-1")
-            .append_pair("limit", &limit.clamp(1, MAX_SEARCH_RESULTS).to_string());
-        let response = self.get(&url, None, "the model search")?;
-        let mut models: Vec<HubModel> = read_json(response, &url)?;
+        let mut models: Vec<HubModel> = Vec::new();
+        for format in ModelFormat::ALL {
+            let mut url = endpoint_url(&self.endpoint, ["api", "models"]);
+            url.query_pairs_mut()
+                .append_pair("search", query)
+                .append_pair("filter", format.tag())
+                .append_pair("sort", "downloads")
+                .append_pair("direction", "-1")
+                .append_pair("limit", &limit.clamp(1, MAX_SEARCH_RESULTS).to_string());
+            let response = self.get(&url, None, "the model search")?;
+            let found: Vec<HubModel> = read_json(response, &url)?;
+            for model in found {
+                match models.iter_mut().find(|known| known.id == model.id) {
+                    Some(known) => known.formats.push(format),
+                    None => models.push(HubModel { formats: vec![format], ..model }),
+                }
+            }
+        }
+        // A stable sort: equal counts keep the Hub's order, GGUF results first.
+        models.sort_by_key(|model| std::cmp::Reverse(model.downloads.unwrap_or(0)));
         models.truncate(limit);
         Ok(models)
     }

@@ -2,6 +2,28 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A kind of model a repository holds, as the Hub tags it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelFormat {
+    /// GGUF files, pulled as they are.
+    Gguf,
+    /// A safetensors model, converted to RDRR.
+    Safetensors,
+}
+
+impl ModelFormat {
+    pub const ALL: [ModelFormat; 2] = [ModelFormat::Gguf, ModelFormat::Safetensors];
+
+    /// Its tag on the Hub, which `/api/models?filter=` takes.
+    pub fn tag(self) -> &'static str {
+        match self {
+            ModelFormat::Gguf => "gguf",
+            ModelFormat::Safetensors => "safetensors",
+        }
+    }
+}
+
 /// One search result of `/api/models`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HubModel {
@@ -13,6 +35,9 @@ pub struct HubModel {
     pub likes: Option<u64>,
     #[serde(default, rename = "lastModified", skip_serializing_if = "Option::is_none")]
     pub last_modified: Option<String>,
+    /// The formats it holds (the searches that found it): GGUF pulls, safetensors converts.
+    #[serde(default)]
+    pub formats: Vec<ModelFormat>,
 }
 
 /// One file of a repository's tree.

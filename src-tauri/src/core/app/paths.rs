@@ -23,4 +23,9 @@ impl AppPaths {
     pub fn downloads_list(&self) -> PathBuf {
         self.data_dir.join("downloads.json")
     }
+
+    /// The model manager's conversions, kept across restarts.
+    pub fn conversions_list(&self) -> PathBuf {
+        self.data_dir.join("conversions.json")
+    }
 }

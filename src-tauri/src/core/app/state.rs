@@ -97,13 +97,15 @@ impl AppState {
             RetryPolicy::default(),
             Box::new(adapter_memory),
         );
-        // Downloads the last run was doing go on, from the bytes they have.
+        // Downloads and conversions the last run was doing go on, from the bytes they have.
         downloads.resume_interrupted();
         let conversions = ConversionService::new(
             HubConfig::from_env(),
             store.as_ref().map(ModelStore::clone).map_err(ToString::to_string),
+            paths.conversions_list(),
             RetryPolicy::default(),
         );
+        conversions.resume_interrupted();
         let models = ModelCatalog::new(store, worker.clone());
         if let Some(reason) = models.unavailable_reason() {
             notices.push(StartupNotice::ModelStoreUnavailable { reason: reason.to_string() });

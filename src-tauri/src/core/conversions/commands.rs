@@ -31,3 +31,15 @@ pub async fn start_conversion(
 pub async fn cancel_conversion(state: State<'_, AppState>, id: u64) -> Result<(), CommandError> {
     Ok(state.conversions.cancel(id)?)
 }
+
+/// Goes on with a cancelled or failed conversion (see [`super::ConversionService::resume`]).
+#[tauri::command]
+pub async fn resume_conversion(state: State<'_, AppState>, id: u64) -> Result<Conversion, CommandError> {
+    Ok(state.conversions.resume(id)?)
+}
+
+/// Takes an ended conversion off the list.
+#[tauri::command]
+pub async fn dismiss_conversion(state: State<'_, AppState>, id: u64) -> Result<(), CommandError> {
+    Ok(state.conversions.dismiss(id)?)
+}

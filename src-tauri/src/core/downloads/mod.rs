@@ -5,8 +5,10 @@
 pub mod commands;
 mod models;
 mod recommendations;
+mod saved_list;
 mod service;
 
 pub use models::{Download, DownloadFile, DownloadStatus, MachineMemory, Recommendation, RepoView};
 pub use recommendations::{curated_for, CuratedModel};
+pub use saved_list::SavedList;
 pub use service::{adapter_memory, DownloadService, DownloadsError, MemoryProbe};

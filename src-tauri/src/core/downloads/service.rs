@@ -20,7 +20,7 @@ use doppler_store::{
 use super::{
     curated_for,
     models::{DownloadFile, MachineMemory},
-    Download, DownloadStatus, Recommendation, RepoView,
+    Download, DownloadStatus, Recommendation, RepoView, SavedList,
 };
 
 /// Search results a query shows.
@@ -64,7 +64,7 @@ struct Downloads {
 pub struct DownloadService {
     hub: HubConfig,
     store: Result<ModelStore, String>,
-    list_path: PathBuf,
+    list: SavedList,
     policy: RetryPolicy,
     memory_probe: MemoryProbe,
     memory: OnceLock<MachineMemory>,
@@ -82,11 +82,12 @@ impl DownloadService {
         policy: RetryPolicy,
         memory_probe: MemoryProbe,
     ) -> Arc<DownloadService> {
-        let entries = read_list(&list_path);
+        let list = SavedList::new(list_path);
+        let entries = list.read();
         Arc::new(DownloadService {
             hub,
             store,
-            list_path,
+            list,
             policy,
             memory_probe,
             memory: OnceLock::new(),
@@ -390,19 +391,8 @@ impl DownloadService {
         }
     }
 
-    /// Writes the list (atomically: a crash mid-write keeps the previous one).
     fn save(&self, downloads: &Downloads) {
-        let json = serde_json::to_vec_pretty(&downloads.entries).expect("the list always serializes");
-        let temporary = self.list_path.with_extension("json.tmp");
-        let written = self
-            .list_path
-            .parent()
-            .map_or(Ok(()), fs::create_dir_all)
-            .and_then(|()| fs::write(&temporary, json))
-            .and_then(|()| fs::rename(&temporary, &self.list_path));
-        if let Err(error) = written {
-            tracing::warn!(%error, path = %self.list_path.display(), "could not save the downloads list");
-        }
+        self.list.write(&downloads.entries);
     }
 
     fn memory(&self) -> MachineMemory {
@@ -455,15 +445,6 @@ fn find(entries: &mut [Download], id: u64) -> Result<&mut Download, DownloadsErr
 fn fail(entry: &mut Download, reason: String) {
     entry.status = DownloadStatus::Failed;
     entry.message = Some(reason);
-}
-
-/// The list a previous run saved; a missing or unreadable one is an empty list.
-fn read_list(path: &Path) -> Vec<Download> {
-    let Ok(json) = fs::read(path) else { return Vec::new() };
-    serde_json::from_slice(&json).unwrap_or_else(|error| {
-        tracing::warn!(%error, path = %path.display(), "ignoring an unreadable downloads list");
-        Vec::new()
-    })
 }
 
 /// Deletes what a download left in the store's downloads folder: part files, their state

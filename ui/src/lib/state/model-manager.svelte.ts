@@ -1,6 +1,6 @@
 // The model manager: Hub search, a repository's quantizations with fit badges, the downloads
 // list (kept by the app across restarts, changes pushed over a channel), conversions of
-// safetensors repositories to RDRR (changes pushed the same way) and recommendations.
+// safetensors repositories to RDRR (kept and pushed the same way) and recommendations.
 import {
   api,
   errorMessage,
@@ -8,6 +8,7 @@ import {
   type Download,
   type Fit,
   type HubModel,
+  type ModelFormat,
   type Recommendation,
   type RepoView,
 } from '../api';
@@ -27,6 +28,16 @@ export function fitLabel(fit: Fit | null): string {
   }
 }
 
+/** What opening a search result leads to: a GGUF repository's files to download, else the
+ * conversion of its safetensors model. */
+export function resultAction(model: HubModel): 'Download' | 'Convert' {
+  return model.formats.includes('gguf') || !model.formats.includes('safetensors') ? 'Download' : 'Convert';
+}
+
+export function formatLabel(format: ModelFormat): string {
+  return format === 'gguf' ? 'GGUF' : 'safetensors';
+}
+
 /** Whether `text` names a Hub repository (`owner/name`), which can be opened without a search. */
 export function isRepoId(text: string): boolean {
   return /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/.test(text.trim());
@@ -39,6 +50,11 @@ export function formatEta(seconds: number | null): string {
   const minutes = Math.round(seconds / 60);
   if (minutes < 60) return `${minutes} min`;
   return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+/** Whether a conversion is downloading or converting (it can be cancelled, not resumed). */
+export function isConverting(conversion: Conversion | undefined): boolean {
+  return conversion?.status === 'downloading' || conversion?.status === 'converting';
 }
 
 /** A download or a conversion: a job that ends with a model installed, or failed. */
@@ -133,9 +149,33 @@ class ModelManager {
 
   async convert(repo: string, quant: string) {
     try {
-      this.applyConversion(await api.startConversion(repo, quant), false);
+      const started = await api.startConversion(repo, quant);
+      // A cancelled or failed conversion of the same repository and type gives way to it.
+      this.conversions = this.conversions.filter(
+        (c) => c.id === started.id || c.repo !== repo || c.quant !== started.quant || c.status === 'done',
+      );
+      this.applyConversion(started, false);
     } catch (error) {
       toasts.show('error', `Could not convert ${repo}`, errorMessage(error));
+    }
+  }
+
+  /** Goes on with a cancelled or failed conversion from the files it downloaded. */
+  async resumeConversion(id: number) {
+    try {
+      this.applyConversion(await api.resumeConversion(id), false);
+    } catch (error) {
+      toasts.show('error', 'Could not resume the conversion', errorMessage(error));
+    }
+  }
+
+  /** Takes an ended conversion off the list. */
+  async dismissConversion(id: number) {
+    try {
+      await api.dismissConversion(id);
+      this.conversions = this.conversions.filter((conversion) => conversion.id !== id);
+    } catch (error) {
+      toasts.show('error', 'Could not clear the conversion', errorMessage(error));
     }
   }
 

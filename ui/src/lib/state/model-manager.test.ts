@@ -14,13 +14,15 @@ const api = vi.hoisted(() => ({
   watchConversions: vi.fn(),
   startConversion: vi.fn(),
   cancelConversion: vi.fn(),
+  resumeConversion: vi.fn(),
+  dismissConversion: vi.fn(),
 }));
 const models = vi.hoisted(() => ({ refresh: vi.fn(), installed: [] as { id: string }[] }));
 
 vi.mock('../api', async (importOriginal) => ({ ...(await importOriginal<typeof import('../api')>()), api }));
 vi.mock('./models.svelte', () => ({ models }));
 
-const { fitLabel, formatEta, isRepoId, modelManager } = await import('./model-manager.svelte');
+const { fitLabel, formatEta, formatLabel, isRepoId, modelManager, resultAction } = await import('./model-manager.svelte');
 const { toasts } = await import('./toasts.svelte');
 
 function download(overrides: Partial<Download> = {}): Download {
@@ -173,6 +175,48 @@ describe('model manager state', () => {
     api.cancelConversion.mockRejectedValue('there is no conversion 9');
     await modelManager.cancelConversion(9);
     expect(toastsShown).toHaveBeenCalledWith('error', 'Could not cancel the conversion', 'there is no conversion 9');
+  });
+
+  it('resumes a cancelled conversion, replaces it when converted again, and dismisses an ended one', async () => {
+    const cancelled: Conversion = {
+      id: 7,
+      repo: 'org/Paused',
+      quant: 'F16',
+      status: 'cancelled',
+      done: 10,
+      total: 100,
+      modelId: null,
+      message: 'Cancelled',
+    };
+    modelManager.applyConversion(cancelled, false);
+    api.resumeConversion.mockResolvedValue({ ...cancelled, status: 'downloading', message: null });
+    await modelManager.resumeConversion(7);
+    expect(api.resumeConversion).toHaveBeenCalledWith(7);
+    expect(modelManager.conversionOf('org/Paused')?.status).toBe('downloading');
+
+    modelManager.applyConversion({ ...cancelled, status: 'failed', message: 'the Hub went away' }, false);
+    api.startConversion.mockResolvedValue({ ...cancelled, id: 8, status: 'downloading', message: null });
+    await modelManager.convert('org/Paused', 'F16');
+    expect(modelManager.conversions.filter((c) => c.repo === 'org/Paused').map((c) => c.id)).toEqual([8]);
+
+    modelManager.applyConversion({ ...cancelled, id: 8, status: 'done', modelId: 'paused-rdrr' }, false);
+    api.dismissConversion.mockResolvedValue(undefined);
+    await modelManager.dismissConversion(8);
+    expect(api.dismissConversion).toHaveBeenCalledWith(8);
+    expect(modelManager.conversionOf('org/Paused')).toBeUndefined();
+
+    const toastsShown = vi.spyOn(toasts, 'show');
+    api.resumeConversion.mockRejectedValue('conversion 8 is not cancelled or failed');
+    await modelManager.resumeConversion(8);
+    expect(toastsShown).toHaveBeenCalledWith('error', 'Could not resume the conversion', 'conversion 8 is not cancelled or failed');
+  });
+
+  it('opens a search result to download its GGUF files, or to convert a safetensors-only repository', () => {
+    const result = (formats: ('gguf' | 'safetensors')[]) => ({ id: 'org/m', downloads: 1, likes: 0, formats });
+    expect(resultAction(result(['gguf']))).toBe('Download');
+    expect(resultAction(result(['gguf', 'safetensors']))).toBe('Download');
+    expect(resultAction(result(['safetensors']))).toBe('Convert');
+    expect(formatLabel('gguf')).toBe('GGUF');
   });
 
   it('knows a repository id from a search', () => {
