@@ -19,7 +19,7 @@ pub use context::{
 pub use fault_injection::GpuFault;
 pub use memory::{AdapterKind, GpuMemory, MemoryKind, MemorySource, MemoryTier};
 pub use op_list::{grid, Dispatch, DispatchSwitch, OpList, WeightBytes, Workgroups};
-pub use pipeline_cache::{PipelineCache, PipelineError};
+pub use pipeline_cache::{KernelPipeline, KernelVariant, PipelineCache, PipelineError};
 pub use profiler::{KernelProfiler, KernelTiming, WeightTraffic};
 pub use shader::Define;
 pub use weights::{GpuMatrix, MatrixChunk, StackPart, StackedMatrix, WeightUploadError};

@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 
 use doppler_engine::{
-    gpu::{GpuContext, GpuMemory},
+    gpu::{GpuContext, GpuMemory, KernelVariant},
     model::MemoryFootprint,
     StepPhase,
 };
@@ -39,6 +39,9 @@ pub struct KernelRow {
     /// Achieved weight bandwidth: the weight bytes its dispatches read (activations left out)
     /// over their GPU time; `None` for kernels that read no weights.
     pub gigabytes_per_second: Option<f64>,
+    /// The kernel variants its dispatches ran, in the order first seen: one, unless layers of
+    /// different weight types (a quantization mix) pick different ones.
+    pub variants: Vec<KernelVariant>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
