@@ -1,6 +1,7 @@
 //! The wgpu runtime: device choice, shader variants, the pipeline cache, recorded op lists,
 //! weights on the GPU, the per-kernel profiler and memory tiers.
 
+mod bandwidth;
 mod context;
 #[cfg(feature = "fault-injection")]
 mod fault_injection;
@@ -12,6 +13,7 @@ pub mod shader;
 mod upload_staging;
 mod weights;
 
+pub use bandwidth::BandwidthError;
 pub use context::{
     list_adapters, AdapterSummary, GpuCapabilities, GpuContext, GpuError, GpuInitError, GpuOptions,
 };
