@@ -360,9 +360,10 @@ fn aggregate<'a>(steps: impl IntoIterator<Item = &'a ProfiledStep>) -> KernelTab
 }
 
 /// The sampled steps in the Trace Event Format that Perfetto and chrome://tracing open: one
-/// complete (`"X"`) event per kernel, in µs. Timestamp queries give each kernel's duration,
-/// not where it sits on the GPU's clock, so a step's kernels are laid end to end from the
-/// moment its timings were read.
+/// complete (`"X"`) event per kernel, in µs, its arguments the kernel variant, the weight bytes
+/// read and the GB/s achieved (`null` for kernels that read no weights). Timestamp queries give
+/// each kernel's duration, not where it sits on the GPU's clock, so a step's kernels are laid
+/// end to end from the moment its timings were read.
 pub fn chrome_trace(steps: &[RecordedStep]) -> Value {
     let mut events = vec![
         json!({"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "GPU"}}),
@@ -398,6 +399,9 @@ fn kernel_event(timing: &KernelTiming, ts: f64, tid: u32, recorded: &RecordedSte
             "reply": recorded.reply_id,
             "position": recorded.step.position,
             "tokens": recorded.step.tokens,
+            "variant": timing.variant.to_string(),
+            "weight_bytes": timing.weight_bytes,
+            "gigabytes_per_second": timing.gigabytes_per_second(),
         },
     })
 }
@@ -544,6 +548,23 @@ mod tests {
         let output = kernels.iter().find(|event| event["name"] == "lm head").unwrap();
         assert_eq!((output["dur"].as_f64(), output["cat"].as_str()), (Some(1000.0), Some("matmul")));
         assert_eq!((output["pid"].as_u64(), output["tid"].as_u64()), (Some(1), Some(1)));
+        // Each kernel's arguments: its variant, the weight bytes it read and the GB/s it achieved.
+        let args = &output["args"];
+        assert_eq!(args["variant"], "matmul_vector.wgsl:main [TYPE_Q4_K, WG=64u] 64×1×1");
+        assert_eq!(
+            (args["weight_bytes"].as_u64(), args["gigabytes_per_second"].as_f64()),
+            (Some(10_000_000), Some(10.0))
+        );
+        assert_eq!(
+            (args["reply"].as_u64(), args["position"].as_u64(), args["tokens"].as_u64()),
+            (Some(3), Some(7), Some(1))
+        );
+        let attention = kernels.iter().find(|event| event["name"] == "blk.0.attention").unwrap();
+        assert_eq!(attention["args"]["variant"], "attention.wgsl:main [WG=64u] 64×1×1");
+        assert!(
+            attention["args"]["weight_bytes"].is_null()
+                && attention["args"]["gigabytes_per_second"].is_null()
+        );
         // A step's kernels lie end to end and end when the step was read back.
         let first = kernels[0]["ts"].as_f64().unwrap();
         assert!((first - (100_000.0 - 2000.0)).abs() < 1e-6);
