@@ -1,6 +1,7 @@
 // The profiler view during a reply, in the real app under Xvfb with the default model: the
-// kernel table fills with timed kernels and their achieved GB/s, the tok/s chart with points, and the memory bar shows
-// the loaded model. Screenshots go to $DOPPLER_E2E_ARTIFACTS.
+// kernel table fills with timed kernels, their achieved GB/s and kernel variants, the roofline
+// draws them against the adapter's measured peak bandwidth, the tok/s chart gets points, and
+// the memory bar shows the loaded model. Screenshots go to $DOPPLER_E2E_ARTIFACTS.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
@@ -12,7 +13,7 @@ import { byTestId, click, find, launchApp, quitApp, screenshot, textOf, waitForM
 const PROFILE_MS = 180_000;
 const PROMPT = 'Tell me a long story about a clockmaker who repairs the clocks of a whole city, one street at a time.';
 const PENDING = By.css('[data-testid="message"][data-pending="true"] [data-testid="message-content"]');
-const KERNEL_ROWS = By.css('[data-testid="kernel-table"] tbody tr');
+const KERNEL_ROWS = By.css('[data-testid="kernel-table"] tbody tr.kernel');
 
 useDriver();
 
@@ -45,6 +46,20 @@ test('the profiler shows live kernel timings, speed and memory during a reply', 
     assert.ok(products.length > 0 && products.every((text) => Number(text) > 0), `products have a GB/s: ${names} / ${bandwidths}`);
     const attention = bandwidthsOf(/attention/);
     assert.ok(attention.length > 0 && attention.every((text) => text === ''), `attention has none: ${names} / ${bandwidths}`);
+
+    // A product unfolds into the variant its pipeline was compiled as: shader, entry, threads, defines.
+    const product = names.findIndex((name) => /ffn_down|attn_output/.test(name));
+    await driver.executeScript('arguments[0].click()', await cells[product][0].findElement(By.css('button')));
+    const variant = await waitForText(driver, byTestId('kernel-variant'), (text) => text.includes('.wgsl:'), 'the kernel variant unfolds');
+    assert.match(variant, /matmul_\w+\.wgsl:\w+\s+\d+×\d+×\d+ threads\s+[\s\S]*TYPE_/, variant);
+
+    // The adapter's peak bandwidth, timed on a buffer copy, is the roofline's ceiling.
+    const peak = await waitForText(driver, byTestId('adapter-peak-bandwidth'), (text) => /GB\/s/.test(text), 'the peak bandwidth shows');
+    assert.ok(Number(peak.match(/([\d.]+) GB\/s/)?.[1]) > 0, peak);
+    const roofline = await find(driver, byTestId('roofline-chart'));
+    assert.ok(Number(await roofline.getAttribute('data-bars')) > 0, 'the roofline has bars');
+    assert.ok(Number(await roofline.getAttribute('data-peak')) > 0, 'the roofline has its peak');
+    assert.match(await textOf(driver, await find(driver, byTestId('roofline-note'))), /the best kernel reaches [\d.]+% of it/);
 
     const chart = await find(driver, byTestId('throughput-chart'));
     await driver.wait(async () => Number(await chart.getAttribute('data-points')) > 0, PROFILE_MS, 'the tok/s chart gets points');

@@ -1,4 +1,4 @@
-import { render, screen, within } from '@testing-library/svelte';
+import { fireEvent, render, screen, within } from '@testing-library/svelte';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 
 vi.mock('@tauri-apps/api/core', () => ({ invoke: vi.fn(), Channel: class {} }));
@@ -13,18 +13,38 @@ vi.mock(import('chart.js'), async (importOriginal) => ({
   } as never,
 }));
 
-import type { KernelTable } from '../lib/profiler-api';
+import type { AdapterFacts, KernelTable, KernelVariant } from '../lib/profiler-api';
 import { profiler } from '../lib/state/profiler.svelte';
+import ProfilerAdapter from './ProfilerAdapter.svelte';
 import ProfilerKernels from './ProfilerKernels.svelte';
 import ProfilerMemory from './ProfilerMemory.svelte';
+
+const Q4_K: KernelVariant = { shader: 'matmul_vector.wgsl', entry: 'main', defines: ['TYPE_Q4_K', 'WG=64u'], workgroup_size: [64, 1, 1] };
+const Q6_K: KernelVariant = { ...Q4_K, defines: ['TYPE_Q6_K', 'WG=64u'] };
+const ATTENTION: KernelVariant = { shader: 'attention.wgsl', entry: 'decode', defines: [], workgroup_size: [128, 1, 1] };
+
+const ADAPTER: AdapterFacts = {
+  name: 'llvmpipe (LLVM 19.1.7, 256 bits)',
+  backend: 'Vulkan',
+  deviceType: 'Cpu',
+  driver: 'llvmpipe',
+  driverInfo: 'Mesa 25.0.7',
+  shaderF16: true,
+  subgroups: true,
+  subgroupSizes: [8, 8],
+  cooperativeMatrix: false,
+  timestamps: true,
+  peakGigabytesPerSecond: 100,
+  limits: [],
+};
 
 const DECODE: KernelTable = {
   steps: 2,
   tokens: 2,
   gpuMsPerToken: 2,
   kernels: [
-    { name: 'output', kind: 'matmul', calls: 2, totalMs: 2, msPerToken: 1, share: 0.5, gigabytesPerSecond: 48.21 },
-    { name: 'attention', kind: 'attention', calls: 60, totalMs: 0.25, msPerToken: 0.125, share: 0.0625, gigabytesPerSecond: null },
+    { name: 'output', kind: 'matmul', calls: 2, totalMs: 2, msPerToken: 1, share: 0.5, gigabytesPerSecond: 48.21, variants: [Q4_K, Q6_K] },
+    { name: 'attention', kind: 'attention', calls: 60, totalMs: 0.25, msPerToken: 0.125, share: 0.0625, gigabytesPerSecond: null, variants: [ATTENTION] },
   ],
   kinds: [
     { kind: 'matmul', msPerToken: 1.875, share: 0.9375 },
@@ -34,7 +54,18 @@ const DECODE: KernelTable = {
 };
 
 describe('profiler sections', () => {
-  beforeEach(() => profiler.clear());
+  beforeEach(() => {
+    profiler.clear();
+    profiler.adapter = null;
+  });
+
+  function showDecode() {
+    profiler.apply({
+      type: 'step',
+      step: { replyId: 1, phase: 'decode', position: 9, tokens: 1, atMs: 10, gpuMs: 2, kinds: DECODE.kinds },
+      summary: { decode: DECODE, prefill: { ...DECODE, steps: 0, kernels: [] } },
+    });
+  }
 
   it('list the sampled kernels with their times', async () => {
     render(ProfilerKernels);
@@ -52,6 +83,49 @@ describe('profiler sections', () => {
     // Attention reads no weights: its bandwidth cell stays empty.
     expect(cells(rows[1])).toEqual(['attention', 'attention', '60', '0.250', '0.125', '6.3%', '']);
     expect(screen.getByTestId('kind-chart').dataset.points).toBe('1');
+  });
+
+  it('unfold a kernel into the variants its dispatches ran', async () => {
+    render(ProfilerKernels);
+    showDecode();
+    const table = await screen.findByTestId('kernel-table');
+    expect(screen.queryByTestId('kernel-variant')).toBeNull();
+    const output = within(table).getByRole('button', { name: 'output' });
+    expect(output.getAttribute('aria-expanded')).toBe('false');
+    await fireEvent.click(output);
+    const variants = within(screen.getByTestId('kernel-variant'))
+      .getAllByText(/wgsl/)
+      .map((code) => code.parentElement?.textContent?.replace(/\s+/g, ' ').trim());
+    expect(variants).toEqual([
+      'matmul_vector.wgsl:main 64×1×1 threads TYPE_Q4_K · WG=64u',
+      'matmul_vector.wgsl:main 64×1×1 threads TYPE_Q6_K · WG=64u',
+    ]);
+    expect(output.getAttribute('aria-expanded')).toBe('true');
+    await fireEvent.click(within(table).getByRole('button', { name: 'attention' }));
+    expect(screen.getAllByTestId('kernel-variant')[1].textContent).toMatch(/attention\.wgsl:decode\s+128×1×1 threads\s+no defines/);
+    await fireEvent.click(output);
+    expect(screen.getAllByTestId('kernel-variant')).toHaveLength(1);
+  });
+
+  it('draw the kernels that read weights against the adapter’s peak bandwidth', async () => {
+    render(ProfilerKernels);
+    showDecode();
+    const chart = await screen.findByTestId('roofline-chart');
+    expect(chart.dataset.bars).toBe('1');
+    expect(screen.getByTestId('roofline-note').textContent).toMatch(/could not be measured/);
+
+    profiler.adapter = ADAPTER;
+    await vi.waitFor(() => expect(screen.getByTestId('roofline-chart').dataset.peak).toBe('100'));
+    expect(screen.getByTestId('roofline-note').textContent).toMatch(/Peak 100 GB\/s, timed on a buffer copy; the best kernel reaches 48% of it/);
+    expect(screen.getAllByTestId('kernel-gbps')[0].title).toBe("48% of the adapter's peak");
+  });
+
+  it('show the adapter’s measured peak bandwidth', async () => {
+    render(ProfilerAdapter);
+    profiler.adapter = ADAPTER;
+    expect((await screen.findByTestId('adapter-peak-bandwidth')).textContent?.trim()).toBe('100 GB/s (timed buffer copy)');
+    profiler.adapter = { ...ADAPTER, peakGigabytesPerSecond: null };
+    await vi.waitFor(() => expect(screen.getByTestId('adapter-peak-bandwidth').textContent?.trim()).toBe('not measured'));
   });
 
   it('show what the loaded model takes of the budget', async () => {

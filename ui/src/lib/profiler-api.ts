@@ -7,6 +7,15 @@ export type StepPhase = 'prefill' | 'decode';
 
 export type KernelKind = 'matmul' | 'attention' | 'norm' | 'embedding' | 'elementwise';
 
+/** The engine's KernelVariant (its Rust field names): what a kernel's pipeline was compiled as. */
+export type KernelVariant = {
+  shader: string;
+  entry: string;
+  /** Flags as `NAME`, constants as `NAME=value`, sorted. */
+  defines: string[];
+  workgroup_size: [number, number, number];
+};
+
 export type KernelRow = {
   name: string;
   kind: KernelKind;
@@ -16,6 +25,8 @@ export type KernelRow = {
   share: number;
   /** Weight bytes read over GPU time; null for kernels that read no weights. */
   gigabytesPerSecond: number | null;
+  /** The variants its dispatches ran, first seen first (layers of another weight type add one). */
+  variants: KernelVariant[];
 };
 
 export type KindRow = { kind: KernelKind; msPerToken: number; share: number };
@@ -70,6 +81,8 @@ export type AdapterFacts = {
   subgroupSizes: [number, number];
   cooperativeMatrix: boolean;
   timestamps: boolean;
+  /** Measured by a timed buffer copy: the roofline's ceiling; null where it cannot be timed. */
+  peakGigabytesPerSecond: number | null;
   limits: { name: string; value: number }[];
 };
 

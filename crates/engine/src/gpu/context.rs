@@ -6,7 +6,11 @@ use std::{
 use serde::Serialize;
 use wgpu::util::DeviceExt;
 
-use super::{memory::GpuMemory, pipeline_cache::PipelineCache, upload_staging::UploadStaging};
+use super::{
+    memory::GpuMemory,
+    pipeline_cache::{KernelPipeline, PipelineCache},
+    upload_staging::UploadStaging,
+};
 
 /// Why no usable GPU device could be opened.
 #[derive(Debug, thiserror::Error)]
@@ -474,7 +478,7 @@ impl GpuContext {
     pub fn bind_group(
         &self,
         label: &str,
-        pipeline: &wgpu::ComputePipeline,
+        pipeline: &KernelPipeline,
         buffers: &[&wgpu::Buffer],
     ) -> wgpu::BindGroup {
         let numbered: Vec<(u32, &wgpu::Buffer)> =
@@ -487,7 +491,7 @@ impl GpuContext {
     pub fn bind_group_numbered(
         &self,
         label: &str,
-        pipeline: &wgpu::ComputePipeline,
+        pipeline: &KernelPipeline,
         buffers: &[(u32, &wgpu::Buffer)],
     ) -> wgpu::BindGroup {
         let entries: Vec<wgpu::BindGroupEntry> = buffers
@@ -499,7 +503,7 @@ impl GpuContext {
             .collect();
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(label),
-            layout: &pipeline.get_bind_group_layout(0),
+            layout: &pipeline.compute.get_bind_group_layout(0),
             entries: &entries,
         })
     }

@@ -1,6 +1,7 @@
 //! The wgpu runtime: device choice, shader variants, the pipeline cache, recorded op lists,
 //! weights on the GPU, the per-kernel profiler and memory tiers.
 
+mod bandwidth;
 mod context;
 #[cfg(feature = "fault-injection")]
 mod fault_injection;
@@ -13,6 +14,7 @@ mod tensor;
 mod upload_staging;
 mod weights;
 
+pub use bandwidth::BandwidthError;
 pub use context::{
     list_adapters, AdapterSummary, GpuCapabilities, GpuContext, GpuError, GpuInitError, GpuOptions,
 };
@@ -20,7 +22,7 @@ pub use context::{
 pub use fault_injection::GpuFault;
 pub use memory::{AdapterKind, GpuMemory, MemoryKind, MemorySource, MemoryTier};
 pub use op_list::{grid, Dispatch, DispatchSwitch, OpList, WeightBytes, Workgroups};
-pub use pipeline_cache::{PipelineCache, PipelineError};
+pub use pipeline_cache::{KernelPipeline, KernelVariant, PipelineCache, PipelineError};
 pub use profiler::{KernelProfiler, KernelTiming, WeightTraffic};
 pub use shader::Define;
 pub use tensor::{Element, GpuTensor, StepBuffer};

@@ -6,7 +6,10 @@ use std::{
     },
 };
 
-use super::profiler::KernelProfiler;
+use super::{
+    pipeline_cache::{KernelPipeline, KernelVariant},
+    profiler::{op_of, KernelProfiler},
+};
 
 /// How many workgroups a recorded dispatch launches.
 pub enum Workgroups {
@@ -53,7 +56,7 @@ pub type DispatchSwitch = Arc<AtomicBool>;
 /// One recorded kernel launch: everything it needs was created at load time.
 pub struct Dispatch {
     pub label: Cow<'static, str>,
-    pub pipeline: Arc<wgpu::ComputePipeline>,
+    pub pipeline: Arc<KernelPipeline>,
     pub bind_group: wgpu::BindGroup,
     pub workgroups: Workgroups,
     pub switch: Option<DispatchSwitch>,
@@ -110,6 +113,23 @@ impl OpList {
         self.dispatches.iter().filter(|d| d.is_on()).map(|d| d.label.as_ref())
     }
 
+    /// Logs which kernel variant each operation runs, once per operation and variant with the
+    /// number of its dispatches (an operation of every layer is one line): at load, so a
+    /// wrong variant shows in the log before any time is measured.
+    pub fn log_variants(&self, step: &str) {
+        let mut uses: Vec<(&str, &KernelVariant, usize)> = Vec::new();
+        for dispatch in &self.dispatches {
+            let (op, variant) = (op_of(&dispatch.label), dispatch.pipeline.variant.as_ref());
+            match uses.iter_mut().find(|(seen_op, seen, _)| *seen_op == op && *seen == variant) {
+                Some((.., count)) => *count += 1,
+                None => uses.push((op, variant, 1)),
+            }
+        }
+        for (op, variant, dispatches) in uses {
+            tracing::info!(step, op, %variant, dispatches, "kernel variant");
+        }
+    }
+
     /// Encodes every dispatch that is on for a step of `n_tokens`; with a profiler, each
     /// dispatch is timed.
     pub fn encode(
@@ -139,7 +159,7 @@ pub(super) fn encode_one(pass: &mut wgpu::ComputePass<'_>, dispatch: &Dispatch, 
     if x == 0 || y == 0 || z == 0 {
         return;
     }
-    pass.set_pipeline(&dispatch.pipeline);
+    pass.set_pipeline(&dispatch.pipeline.compute);
     pass.set_bind_group(0, &dispatch.bind_group, &[]);
     pass.dispatch_workgroups(x, y, z);
 }

@@ -1,7 +1,10 @@
 use std::{
     collections::HashMap,
+    fmt,
     sync::{Arc, Mutex},
 };
+
+use serde::Serialize;
 
 use super::{
     context::GpuCapabilities,
@@ -17,6 +20,32 @@ pub enum PipelineError {
     Compile { shader: String, entry: String, defines: String, message: String },
 }
 
+/// Which kernel variant a pipeline runs: the shader, entry point and defines it was compiled
+/// from and the workgroup size they give. The profiler shows it beside each dispatch's time,
+/// since a wrong variant (a fallback where the fast path was meant) shows only as a slow kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct KernelVariant {
+    pub shader: String,
+    pub entry: String,
+    /// Flags as `NAME`, constants as `NAME=value`, sorted.
+    pub defines: Vec<String>,
+    pub workgroup_size: [u32; 3],
+}
+
+impl fmt::Display for KernelVariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [x, y, z] = self.workgroup_size;
+        write!(f, "{}:{} [{}] {x}×{y}×{z}", self.shader, self.entry, self.defines.join(", "))
+    }
+}
+
+/// A compiled kernel and the variant it was compiled as.
+#[derive(Debug)]
+pub struct KernelPipeline {
+    pub compute: wgpu::ComputePipeline,
+    pub variant: Arc<KernelVariant>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PipelineKey {
     shader: String,
@@ -28,7 +57,7 @@ struct PipelineKey {
 /// variant is compiled once per device however many ops use it.
 pub struct PipelineCache {
     caps: GpuCapabilities,
-    pipelines: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+    pipelines: Mutex<HashMap<PipelineKey, Arc<KernelPipeline>>>,
 }
 
 impl PipelineCache {
@@ -56,7 +85,7 @@ impl GpuContext {
         shader: &str,
         entry: &str,
         defines: &[Define],
-    ) -> Result<Arc<wgpu::ComputePipeline>, PipelineError> {
+    ) -> Result<Arc<KernelPipeline>, PipelineError> {
         let mut sorted = defines.to_vec();
         sorted.sort();
         sorted.dedup();
@@ -65,15 +94,19 @@ impl GpuContext {
             return Ok(pipeline.clone());
         }
         let source = expand(shader, &key.defines)?;
-        let describe_defines = || {
-            key.defines
-                .iter()
-                .map(|d| if d.value.is_empty() { d.name.clone() } else { format!("{}={}", d.name, d.value) })
-                .collect::<Vec<_>>()
-                .join(", ")
+        let defines: Vec<String> = key
+            .defines
+            .iter()
+            .map(|d| if d.value.is_empty() { d.name.clone() } else { format!("{}={}", d.name, d.value) })
+            .collect();
+        let compile_error = |message: String| PipelineError::Compile {
+            shader: shader.to_string(),
+            entry: entry.to_string(),
+            defines: defines.join(", "),
+            message,
         };
         let label = format!("{shader}:{entry}");
-        let pipeline = self
+        let compute = self
             .checked(&label, || {
                 let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(&label),
@@ -88,16 +121,26 @@ impl GpuContext {
                     cache: None,
                 })
             })
-            .map_err(|error| PipelineError::Compile {
-                shader: shader.to_string(),
-                entry: entry.to_string(),
-                defines: describe_defines(),
-                message: error.to_string(),
-            })?;
-        // Which variant each kernel runs is where silent selection bugs hide: say it once, as it compiles.
-        tracing::debug!(shader, entry, defines = %describe_defines(), "kernel variant compiled");
+            .map_err(|error| compile_error(error.to_string()))?;
+        let workgroup_size = workgroup_size(&source, entry).map_err(compile_error)?;
+        let variant =
+            KernelVariant { shader: shader.to_string(), entry: entry.to_string(), defines, workgroup_size };
+        tracing::debug!(%variant, "kernel variant compiled");
+        let pipeline = KernelPipeline { compute, variant: Arc::new(variant) };
         let pipeline = Arc::new(pipeline);
         self.pipelines.pipelines.lock().unwrap().insert(key, pipeline.clone());
         Ok(pipeline)
     }
+}
+
+/// The workgroup size of `entry` in the expanded `source`, as naga (the WGSL front end wgpu
+/// compiles with) reads it: defines often set it, so it is only known once they are applied.
+fn workgroup_size(source: &str, entry: &str) -> Result<[u32; 3], String> {
+    let module = naga::front::wgsl::parse_str(source).map_err(|error| error.emit_to_string(source))?;
+    module
+        .entry_points
+        .iter()
+        .find(|point| point.name == entry)
+        .map(|point| point.workgroup_size)
+        .ok_or_else(|| format!("no entry point '{entry}'"))
 }

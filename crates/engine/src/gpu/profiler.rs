@@ -1,8 +1,11 @@
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use serde::{Serialize, Serializer};
 
 use super::{
     context::GpuError,
     op_list::{encode_one, Dispatch},
+    pipeline_cache::KernelVariant,
     GpuContext,
 };
 
@@ -17,6 +20,13 @@ pub struct KernelTiming {
     /// Weight bytes the dispatch read (`Dispatch::weight_bytes` for the step's tokens);
     /// `None` for kernels that read no weight matrix.
     pub weight_bytes: Option<u64>,
+    /// The variant the dispatch's pipeline was compiled as (shared with the pipeline).
+    #[serde(serialize_with = "serialize_shared")]
+    pub variant: Arc<KernelVariant>,
+}
+
+fn serialize_shared<S: Serializer>(variant: &Arc<KernelVariant>, serializer: S) -> Result<S::Ok, S::Error> {
+    variant.as_ref().serialize(serializer)
 }
 
 impl KernelTiming {
@@ -27,16 +37,21 @@ impl KernelTiming {
 
     /// The operation without its layer: "blk.12.attn_q" → "attn_q", "lm head" → "lm head".
     pub fn op(&self) -> &str {
-        match self.label.strip_prefix("blk.") {
-            Some(rest) => rest.split_once('.').map_or(rest, |(_, op)| op),
-            None => &self.label,
-        }
+        op_of(&self.label)
     }
 
     /// The transformer block the dispatch belongs to; `None` for the model-wide ones
     /// (embedding, final norm, output projection).
     pub fn layer(&self) -> Option<u32> {
         self.label.strip_prefix("blk.")?.split_once('.')?.0.parse().ok()
+    }
+}
+
+/// A dispatch label's operation without its layer: "blk.12.attn_q" → "attn_q".
+pub(super) fn op_of(label: &str) -> &str {
+    match label.strip_prefix("blk.") {
+        Some(rest) => rest.split_once('.').map_or(rest, |(_, op)| op),
+        None => label,
     }
 }
 
@@ -78,8 +93,8 @@ pub struct KernelProfiler {
     staging: wgpu::Buffer,
     period_ns: f32,
     inside_passes: bool,
-    /// Label and weight bytes of each timed dispatch of the last step.
-    timed: Mutex<Vec<(String, Option<u64>)>>,
+    /// Each timed dispatch of the last step, its time still zero until read back.
+    timed: Mutex<Vec<KernelTiming>>,
 }
 
 impl KernelProfiler {
@@ -125,8 +140,11 @@ impl KernelProfiler {
         let timed = dispatches.len().min((MAX_QUERIES / 2) as usize);
         let mut timed_dispatches = self.timed.lock().unwrap();
         timed_dispatches.clear();
-        timed_dispatches.extend(dispatches[..timed].iter().map(|dispatch| {
-            (dispatch.label.to_string(), dispatch.weight_bytes.map(|bytes| bytes.resolve(n_tokens)))
+        timed_dispatches.extend(dispatches[..timed].iter().map(|dispatch| KernelTiming {
+            label: dispatch.label.to_string(),
+            nanoseconds: 0.0,
+            weight_bytes: dispatch.weight_bytes.map(|bytes| bytes.resolve(n_tokens)),
+            variant: dispatch.pipeline.variant.clone(),
         }));
         if self.inside_passes {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -184,10 +202,9 @@ impl KernelProfiler {
         Ok(timed
             .into_iter()
             .enumerate()
-            .map(|(i, (label, weight_bytes))| KernelTiming {
-                label,
+            .map(|(i, timing)| KernelTiming {
                 nanoseconds: ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * f64::from(self.period_ns),
-                weight_bytes,
+                ..timing
             })
             .collect())
     }
@@ -195,10 +212,73 @@ impl KernelProfiler {
 
 #[cfg(test)]
 mod tests {
-    use super::{KernelTiming, WeightTraffic};
+    use std::sync::Arc;
+
+    use super::{KernelProfiler, KernelTiming, KernelVariant, WeightTraffic};
+    use crate::{
+        gguf::GgmlType,
+        gpu::{GpuContext, GpuMatrix, GpuOptions, OpList},
+        kernels::{base_defines, elementwise::record_add, matmul::record_matvec},
+    };
 
     fn timing(label: &str) -> KernelTiming {
-        KernelTiming { label: label.to_string(), nanoseconds: 1.0, weight_bytes: None }
+        let variant = KernelVariant {
+            shader: "elementwise.wgsl".into(),
+            entry: "add".into(),
+            defines: vec!["WG=64u".into()],
+            workgroup_size: [64, 1, 1],
+        };
+        KernelTiming {
+            label: label.to_string(),
+            nanoseconds: 1.0,
+            weight_bytes: None,
+            variant: Arc::new(variant),
+        }
+    }
+
+    #[test]
+    fn each_timing_carries_the_variant_of_the_pipeline_its_dispatch_was_built_from() {
+        let ctx = GpuContext::new(&GpuOptions { want_timestamps: true, ..GpuOptions::default() })
+            .expect("a wgpu adapter");
+        let (row_len, rows) = (64u32, 8u32);
+        let weights = vec![0.5f32; (row_len * rows) as usize];
+        let w = GpuMatrix::upload(
+            &ctx,
+            "w",
+            GgmlType::F32,
+            row_len.into(),
+            rows.into(),
+            bytemuck::cast_slice(&weights),
+        )
+        .unwrap();
+        let x = ctx.zeroed_storage("x", u64::from(row_len) * 4);
+        let y = ctx.zeroed_storage("y", u64::from(rows) * 4);
+        let step = ctx.storage_buffer("step", bytemuck::cast_slice(&[0u32, 1, 0, 0]));
+        let mut ops = OpList::new();
+        record_add(&ctx, &mut ops, "blk.0.add", &x, &x, &step, row_len).unwrap();
+        record_matvec(&ctx, &mut ops, "blk.0.attn_q", &w, &x, 0, &y, 0).unwrap();
+        record_add(&ctx, &mut ops, "blk.1.add", &x, &x, &step, row_len).unwrap();
+
+        let profiler = KernelProfiler::new(&ctx).expect("an adapter with timestamp queries");
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        ops.encode(&mut encoder, 1, Some(&profiler));
+        ctx.queue.submit([encoder.finish()]);
+        let timings = profiler.read(&ctx).unwrap();
+
+        // The cache hands out the pipeline the recorder built: its variant is the timing's.
+        let add = ctx.pipeline("elementwise.wgsl", "add", &base_defines()).unwrap();
+        assert!(
+            Arc::ptr_eq(&timings[0].variant, &add.variant) && Arc::ptr_eq(&timings[2].variant, &add.variant)
+        );
+        assert_eq!(*timings[0].variant, timing("blk.0.add").variant.as_ref().clone());
+        let product = &timings[1].variant;
+        assert_eq!((product.shader.as_str(), product.entry.as_str()), ("matmul_vector.wgsl", "main"));
+        assert!(product.defines.iter().any(|define| define == "TYPE_F32"), "{product}");
+        assert!(product.workgroup_size.iter().product::<u32>() > 1, "{product}");
+        let mut sorted = product.defines.clone();
+        sorted.sort();
+        assert_eq!(product.defines, sorted);
+        assert_eq!(add.variant.to_string(), "elementwise.wgsl:add [WG=64u] 64×1×1");
     }
 
     #[test]

@@ -557,10 +557,12 @@ impl ForwardGraph {
         for mode in [ForwardMode::Prefill, ForwardMode::Decode] {
             let mut ops = graph.record(ctx, config, weights, &tables, mode)?;
             tail(&mut ops, &graph.acts)?;
-            match mode {
-                ForwardMode::Prefill => graph.prefill = ops,
-                ForwardMode::Decode => graph.decode = ops,
-            }
+            let (step, list) = match mode {
+                ForwardMode::Prefill => ("prefill", &mut graph.prefill),
+                ForwardMode::Decode => ("decode", &mut graph.decode),
+            };
+            ops.log_variants(step);
+            *list = ops;
         }
         Ok(graph)
     }

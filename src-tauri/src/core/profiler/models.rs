@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 
 use doppler_engine::{
-    gpu::{GpuContext, GpuMemory},
+    gpu::{GpuContext, GpuMemory, KernelVariant},
     model::MemoryFootprint,
     StepPhase,
 };
@@ -39,6 +39,9 @@ pub struct KernelRow {
     /// Achieved weight bandwidth: the weight bytes its dispatches read (activations left out)
     /// over their GPU time; `None` for kernels that read no weights.
     pub gigabytes_per_second: Option<f64>,
+    /// The kernel variants its dispatches ran, in the order first seen: one, unless layers of
+    /// different weight types (a quantization mix) pick different ones.
+    pub variants: Vec<KernelVariant>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -152,6 +155,9 @@ pub struct AdapterFacts {
     pub subgroup_sizes: (u32, u32),
     pub cooperative_matrix: bool,
     pub timestamps: bool,
+    /// Measured by a timed buffer copy (read plus written): the roofline's ceiling; `None`
+    /// where the adapter cannot time one.
+    pub peak_gigabytes_per_second: Option<f64>,
     pub limits: Vec<AdapterLimit>,
 }
 
@@ -178,6 +184,7 @@ impl AdapterFacts {
             subgroup_sizes: (caps.subgroup_min_size, caps.subgroup_max_size),
             cooperative_matrix: caps.cooperative_matrix,
             timestamps: caps.timestamps,
+            peak_gigabytes_per_second: gpu.peak_bandwidth(),
             limits: vec![
                 limit("max storage binding", caps.max_storage_binding),
                 limit("max buffer size", caps.max_buffer_size),

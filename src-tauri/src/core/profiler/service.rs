@@ -8,7 +8,7 @@ use std::{
 };
 
 use doppler_engine::{
-    gpu::{KernelTiming, WeightTraffic},
+    gpu::{KernelTiming, KernelVariant, WeightTraffic},
     ProfileCadence, ProfiledStep, StepPhase,
 };
 use doppler_runtime::ProfileSampling;
@@ -295,10 +295,19 @@ fn summarize<'a>(steps: impl Iterator<Item = &'a RecordedStep> + Clone) -> Profi
     }
 }
 
+/// One kernel's dispatches over the sampled steps.
+#[derive(Default)]
+struct KernelSums {
+    calls: usize,
+    nanoseconds: f64,
+    traffic: WeightTraffic,
+    variants: Vec<Arc<KernelVariant>>,
+}
+
 /// Sums sampled steps by kernel, by kind and by layer; times per token are over the tokens
 /// the steps ran.
 fn aggregate<'a>(steps: impl IntoIterator<Item = &'a ProfiledStep>) -> KernelTable {
-    let mut by_kernel: HashMap<&str, (usize, f64, WeightTraffic)> = HashMap::new();
+    let mut by_kernel: HashMap<&str, KernelSums> = HashMap::new();
     let mut by_kind: BTreeMap<KernelKind, f64> = BTreeMap::new();
     let mut by_layer: BTreeMap<Option<u32>, f64> = BTreeMap::new();
     let (mut count, mut tokens, mut total_ns) = (0, 0, 0.0);
@@ -306,10 +315,13 @@ fn aggregate<'a>(steps: impl IntoIterator<Item = &'a ProfiledStep>) -> KernelTab
         count += 1;
         tokens += step.tokens as usize;
         for timing in &step.kernels {
-            let entry = by_kernel.entry(timing.op()).or_default();
-            entry.0 += 1;
-            entry.1 += timing.nanoseconds;
-            entry.2.add(timing);
+            let sums = by_kernel.entry(timing.op()).or_default();
+            sums.calls += 1;
+            sums.nanoseconds += timing.nanoseconds;
+            sums.traffic.add(timing);
+            if !sums.variants.contains(&timing.variant) {
+                sums.variants.push(timing.variant.clone());
+            }
             *by_kind.entry(kernel_kind(timing.op())).or_default() += timing.nanoseconds;
             *by_layer.entry(timing.layer()).or_default() += timing.nanoseconds;
             total_ns += timing.nanoseconds;
@@ -319,14 +331,15 @@ fn aggregate<'a>(steps: impl IntoIterator<Item = &'a ProfiledStep>) -> KernelTab
     let share = |ns: f64| if total_ns > 0.0 { ns / total_ns } else { 0.0 };
     let mut kernels: Vec<KernelRow> = by_kernel
         .into_iter()
-        .map(|(name, (calls, ns, traffic))| KernelRow {
+        .map(|(name, sums)| KernelRow {
             name: name.to_string(),
             kind: kernel_kind(name),
-            calls,
-            total_ms: ns / 1e6,
-            ms_per_token: per_token(ns),
-            share: share(ns),
-            gigabytes_per_second: traffic.gigabytes_per_second(),
+            calls: sums.calls,
+            total_ms: sums.nanoseconds / 1e6,
+            ms_per_token: per_token(sums.nanoseconds),
+            share: share(sums.nanoseconds),
+            gigabytes_per_second: sums.traffic.gigabytes_per_second(),
+            variants: sums.variants.iter().map(|variant| variant.as_ref().clone()).collect(),
         })
         .collect();
     kernels.sort_by(|a, b| b.total_ms.total_cmp(&a.total_ms).then_with(|| a.name.cmp(&b.name)));
@@ -347,9 +360,10 @@ fn aggregate<'a>(steps: impl IntoIterator<Item = &'a ProfiledStep>) -> KernelTab
 }
 
 /// The sampled steps in the Trace Event Format that Perfetto and chrome://tracing open: one
-/// complete (`"X"`) event per kernel, in µs. Timestamp queries give each kernel's duration,
-/// not where it sits on the GPU's clock, so a step's kernels are laid end to end from the
-/// moment its timings were read.
+/// complete (`"X"`) event per kernel, in µs, its arguments the kernel variant, the weight bytes
+/// read and the GB/s achieved (`null` for kernels that read no weights). Timestamp queries give
+/// each kernel's duration, not where it sits on the GPU's clock, so a step's kernels are laid
+/// end to end from the moment its timings were read.
 pub fn chrome_trace(steps: &[RecordedStep]) -> Value {
     let mut events = vec![
         json!({"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "GPU"}}),
@@ -385,6 +399,9 @@ fn kernel_event(timing: &KernelTiming, ts: f64, tid: u32, recorded: &RecordedSte
             "reply": recorded.reply_id,
             "position": recorded.step.position,
             "tokens": recorded.step.tokens,
+            "variant": timing.variant.to_string(),
+            "weight_bytes": timing.weight_bytes,
+            "gigabytes_per_second": timing.gigabytes_per_second(),
         },
     })
 }
@@ -402,6 +419,21 @@ mod tests {
         }
     }
 
+    /// The products read Q4_K weights but layer 1's attention projections Q6_K (a quant mix).
+    fn variant(label: &str) -> KernelVariant {
+        let (shader, weight_type) = match weight_bytes(label) {
+            Some(_) if label.starts_with("blk.1.") => ("matmul_vector.wgsl", Some("TYPE_Q6_K")),
+            Some(_) => ("matmul_vector.wgsl", Some("TYPE_Q4_K")),
+            None => ("attention.wgsl", None),
+        };
+        KernelVariant {
+            shader: shader.to_string(),
+            entry: "main".to_string(),
+            defines: weight_type.into_iter().chain(["WG=64u"]).map(str::to_string).collect(),
+            workgroup_size: [64, 1, 1],
+        }
+    }
+
     fn step(phase: StepPhase, tokens: u32, kernels: &[(&str, f64)]) -> ProfiledStep {
         let kernels = kernels
             .iter()
@@ -409,6 +441,7 @@ mod tests {
                 label: label.to_string(),
                 nanoseconds: us * 1e3,
                 weight_bytes: weight_bytes(label),
+                variant: Arc::new(variant(label)),
             })
             .collect();
         ProfiledStep { phase, position: 7, tokens, kernels }
@@ -468,6 +501,11 @@ mod tests {
         assert!((qkv.gigabytes_per_second.unwrap() - 2.5).abs() < 1e-9);
         assert!((table.kernels[0].gigabytes_per_second.unwrap() - 10.0).abs() < 1e-9);
         assert_eq!(table.kernels[2].gigabytes_per_second, None);
+        // Each kernel lists the variants its layers ran, in the order first seen.
+        let variants =
+            |row: &KernelRow| row.variants.iter().map(|v| v.defines[0].clone()).collect::<Vec<_>>();
+        assert_eq!(variants(qkv), ["TYPE_Q4_K", "TYPE_Q6_K"]);
+        assert_eq!(table.kernels[2].variants, [variant("blk.0.attention")]);
 
         let kind = |kind| table.kinds.iter().find(|row| row.kind == kind).unwrap().ms_per_token;
         assert!((kind(KernelKind::Matmul) - 1.8).abs() < 1e-9);
@@ -510,6 +548,23 @@ mod tests {
         let output = kernels.iter().find(|event| event["name"] == "lm head").unwrap();
         assert_eq!((output["dur"].as_f64(), output["cat"].as_str()), (Some(1000.0), Some("matmul")));
         assert_eq!((output["pid"].as_u64(), output["tid"].as_u64()), (Some(1), Some(1)));
+        // Each kernel's arguments: its variant, the weight bytes it read and the GB/s it achieved.
+        let args = &output["args"];
+        assert_eq!(args["variant"], "matmul_vector.wgsl:main [TYPE_Q4_K, WG=64u] 64×1×1");
+        assert_eq!(
+            (args["weight_bytes"].as_u64(), args["gigabytes_per_second"].as_f64()),
+            (Some(10_000_000), Some(10.0))
+        );
+        assert_eq!(
+            (args["reply"].as_u64(), args["position"].as_u64(), args["tokens"].as_u64()),
+            (Some(3), Some(7), Some(1))
+        );
+        let attention = kernels.iter().find(|event| event["name"] == "blk.0.attention").unwrap();
+        assert_eq!(attention["args"]["variant"], "attention.wgsl:main [WG=64u] 64×1×1");
+        assert!(
+            attention["args"]["weight_bytes"].is_null()
+                && attention["args"]["gigabytes_per_second"].is_null()
+        );
         // A step's kernels lie end to end and end when the step was read back.
         let first = kernels[0]["ts"].as_f64().unwrap();
         assert!((first - (100_000.0 - 2000.0)).abs() < 1e-6);

@@ -4,6 +4,8 @@ import {
   type AdapterFacts,
   type ExportFormat,
   type KernelKind,
+  type KernelTable,
+  type KernelVariant,
   type MemoryView,
   type ProfileSummary,
   type ProfilerEvent,
@@ -44,6 +46,47 @@ export function percentile(values: number[], p: number, weights?: number[]): num
     if (seen >= rank) return entry.value;
   }
   return entries[entries.length - 1].value;
+}
+
+/** One palette color per kind, from the app's CSS variables so both themes read. */
+export const KIND_COLORS: Record<KernelKind, string> = {
+  matmul: '--accent',
+  attention: '--success',
+  norm: '--warning',
+  embedding: '--danger',
+  elementwise: '--text-faint',
+};
+
+/** GB/s with the digits that matter: 1.23, 48.2, 1234. */
+export function formatGigabytesPerSecond(value: number): string {
+  return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2);
+}
+
+/** Achieved GB/s as a fraction of the adapter's peak; null where either is unknown. */
+export function peakFraction(gigabytesPerSecond: number | null, peak: number | null): number | null {
+  if (gigabytesPerSecond === null || peak === null || !(peak > 0)) return null;
+  return gigabytesPerSecond / peak;
+}
+
+/** A kernel that read weights, as the roofline chart draws it. */
+export type RooflineBar = { name: string; kind: KernelKind; gigabytesPerSecond: number; fraction: number | null };
+
+/** The kernels of `table` that read weights, in the table's order (most GPU time first). */
+export function rooflineBars(table: KernelTable | null, peak: number | null): RooflineBar[] {
+  return (table?.kernels ?? []).flatMap((row) =>
+    row.gigabytesPerSecond === null
+      ? []
+      : [{ name: row.name, kind: row.kind, gigabytesPerSecond: row.gigabytesPerSecond, fraction: peakFraction(row.gigabytesPerSecond, peak) }],
+  );
+}
+
+/** A kernel variant in three short parts: where it comes from, its threads, its defines. */
+export function describeVariant(variant: KernelVariant): { source: string; workgroup: string; defines: string } {
+  return {
+    source: `${variant.shader}:${variant.entry}`,
+    workgroup: variant.workgroup_size.join('×'),
+    defines: variant.defines.length > 0 ? variant.defines.join(' · ') : 'no defines',
+  };
 }
 
 function keepLast<T>(items: T[], max: number): T[] {

@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 vi.mock('@tauri-apps/api/core', () => ({ invoke: vi.fn(), Channel: class {} }));
 
 import type { KernelTable, ProfilerEvent, StepSample } from '../profiler-api';
-import { percentile, ProfilerState } from './profiler.svelte';
+import { describeVariant, formatGigabytesPerSecond, peakFraction, percentile, ProfilerState, rooflineBars } from './profiler.svelte';
 
 const EMPTY_TABLE: KernelTable = { steps: 0, tokens: 0, gpuMsPerToken: 0, kernels: [], kinds: [], layers: [] };
 
@@ -134,5 +134,44 @@ describe('chart columns', () => {
       [2, 2],
       [1, 0],
     ]);
+  });
+});
+
+describe('the roofline', () => {
+  it('puts achieved bandwidth over the peak, where both are known', () => {
+    expect(peakFraction(48, 120)).toBeCloseTo(0.4);
+    expect(peakFraction(150, 120)).toBeCloseTo(1.25);
+    expect(peakFraction(null, 120)).toBeNull();
+    expect(peakFraction(48, null)).toBeNull();
+    expect(peakFraction(48, 0)).toBeNull();
+  });
+
+  it('draws the kernels that read weights, in the table’s order', () => {
+    const row = (name: string, gigabytesPerSecond: number | null) => ({
+      name,
+      kind: 'matmul' as const,
+      calls: 1,
+      totalMs: 1,
+      msPerToken: 1,
+      share: 0.5,
+      gigabytesPerSecond,
+      variants: [],
+    });
+    const table: KernelTable = { ...EMPTY_TABLE, kernels: [row('lm head', 80), row('attention', null), row('ffn_down', 20)] };
+    expect(rooflineBars(table, 160)).toEqual([
+      { name: 'lm head', kind: 'matmul', gigabytesPerSecond: 80, fraction: 0.5 },
+      { name: 'ffn_down', kind: 'matmul', gigabytesPerSecond: 20, fraction: 0.125 },
+    ]);
+    expect(rooflineBars(table, null).map((bar) => bar.fraction)).toEqual([null, null]);
+    expect(rooflineBars(null, 160)).toEqual([]);
+  });
+
+  it('formats bandwidths and variants briefly', () => {
+    expect([1.234, 48.21, 1234.5].map(formatGigabytesPerSecond)).toEqual(['1.23', '48.2', '1235']);
+    expect(describeVariant({ shader: 'rmsnorm.wgsl', entry: 'main', defines: ['F16', 'WG=64u'], workgroup_size: [64, 1, 1] })).toEqual({
+      source: 'rmsnorm.wgsl:main',
+      workgroup: '64×1×1',
+      defines: 'F16 · WG=64u',
+    });
   });
 });
