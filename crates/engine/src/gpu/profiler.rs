@@ -217,7 +217,7 @@ mod tests {
     use super::{KernelProfiler, KernelTiming, KernelVariant, WeightTraffic};
     use crate::{
         gguf::GgmlType,
-        gpu::{GpuContext, GpuMatrix, GpuOptions, OpList},
+        gpu::{Element, GpuContext, GpuMatrix, GpuOptions, GpuTensor, OpList, StepBuffer},
         kernels::{base_defines, elementwise::record_add, matmul::record_matvec},
     };
 
@@ -251,13 +251,14 @@ mod tests {
             bytemuck::cast_slice(&weights),
         )
         .unwrap();
-        let x = ctx.zeroed_storage("x", u64::from(row_len) * 4);
-        let y = ctx.zeroed_storage("y", u64::from(rows) * 4);
-        let step = ctx.storage_buffer("step", bytemuck::cast_slice(&[0u32, 1, 0, 0]));
+        let x = GpuTensor::zeroed(&ctx, "x", 1, row_len, Element::F32);
+        let y = GpuTensor::zeroed(&ctx, "y", 1, rows, Element::F32);
+        let step = StepBuffer::new(&ctx);
+        step.write(&ctx.queue, 0, 1);
         let mut ops = OpList::new();
-        record_add(&ctx, &mut ops, "blk.0.add", &x, &x, &step, row_len).unwrap();
-        record_matvec(&ctx, &mut ops, "blk.0.attn_q", &w, &x, 0, &y, 0).unwrap();
-        record_add(&ctx, &mut ops, "blk.1.add", &x, &x, &step, row_len).unwrap();
+        record_add(&ctx, &mut ops, "blk.0.add", &x, &x, &step).unwrap();
+        record_matvec(&ctx, &mut ops, "blk.0.attn_q", &w, &x, &y).unwrap();
+        record_add(&ctx, &mut ops, "blk.1.add", &x, &x, &step).unwrap();
 
         let profiler = KernelProfiler::new(&ctx).expect("an adapter with timestamp queries");
         let mut encoder = ctx.device.create_command_encoder(&Default::default());

@@ -402,7 +402,14 @@ pub fn record_matvec(
     for (index, chunk) in w.chunks.iter().enumerate() {
         let params = MatvecParams { output_offset: chunk.first_row, ..MatvecParams::new(w, chunk.rows) };
         let product = MatvecChunk { w, chunk, params, max_rows_per_workgroup: 4, extra_defines: &[] };
-        matvec_dispatch(ctx, ops, &chunk_label(label, w, index), product, MatvecInput::Vector(input), &[output])?;
+        matvec_dispatch(
+            ctx,
+            ops,
+            &chunk_label(label, w, index),
+            product,
+            MatvecInput::Vector(input),
+            &[output],
+        )?;
     }
     Ok(())
 }
@@ -441,7 +448,8 @@ pub fn record_stacked_matvec(
         2 => &[Define::flag("SPLIT_OUTPUT")],
         _ => &[Define::flag("SPLIT_OUTPUT"), Define::flag("THIRD_OUTPUT")],
     };
-    let product = MatvecChunk { w, chunk: &w.chunks[0], params, max_rows_per_workgroup: 4, extra_defines: flags };
+    let product =
+        MatvecChunk { w, chunk: &w.chunks[0], params, max_rows_per_workgroup: 4, extra_defines: flags };
     matvec_dispatch(ctx, ops, label, product, input, outputs)
 }
 

@@ -162,11 +162,7 @@ impl ContextBounds {
 
     fn from_config(config: &ModelConfig) -> ContextBounds {
         let max_len = config.train_context.clamp(1, MAX_CONTEXT);
-        ContextBounds {
-            min_len: MIN_CONTEXT.min(max_len),
-            default_len: config.default_context(),
-            max_len,
-        }
+        ContextBounds { min_len: MIN_CONTEXT.min(max_len), default_len: config.default_context(), max_len }
     }
 
     fn clamp(&self, tokens: u32) -> u32 {
