@@ -6,6 +6,7 @@
 mod job_queue;
 mod model_states;
 mod requests;
+mod session_pool;
 mod worker;
 
 /// Tests only: the faults `EngineWorker::inject_fault` produces on the worker's device.

@@ -9,7 +9,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use doppler_engine::{gpu::GpuContext, CancelToken, Engine, EngineOptions, LoadOptions, ModelInfo, Session};
+use doppler_engine::{
+    gpu::GpuContext, tokenizer::encode_chat, CancelToken, Engine, EngineOptions, GenerateError, LoadOptions,
+    ModelInfo,
+};
 
 use super::{
     job_queue::{GenerationId, GenerationJob, Job, JobQueue, QueueFull, QueueView, Refused},
@@ -18,6 +21,7 @@ use super::{
         GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest, LoadFailure,
         LoadObserver, LoadRequest, Prompt,
     },
+    session_pool::{SessionPool, DEFAULT_SESSIONS_PER_MODEL},
 };
 
 /// The handle callers keep: queues work for the worker thread, which owns the GPU.
@@ -201,9 +205,9 @@ impl LoadObserver for LoadResult {
 struct WorkerThread {
     options: EngineOptions,
     engine: Option<Engine>,
-    /// One session (and so one KV cache) per loaded model: one generation at a time each,
-    /// with the request that loaded it, to load it again on a new device.
-    sessions: HashMap<String, (Session, LoadRequest)>,
+    /// The sessions (each with its KV cache) of each loaded model, with the request that
+    /// loaded it, to load it again on a new device.
+    sessions: HashMap<String, (SessionPool, LoadRequest)>,
     /// Models that were on a device that was lost: each loads again on its next generation.
     lost: HashMap<String, LoadRequest>,
     states: Arc<ModelStates>,
@@ -295,8 +299,8 @@ impl WorkerThread {
         request: &LoadRequest,
         observer: &mut dyn LoadObserver,
     ) -> Result<ModelInfo, LoadFailure> {
-        if let Some((session, _)) = self.sessions.get(&request.model_id) {
-            return Ok(session.model().info().clone());
+        if let Some((pool, _)) = self.sessions.get(&request.model_id) {
+            return Ok(pool.model().info().clone());
         }
         self.lost.remove(&request.model_id);
         let engine = match &self.engine {
@@ -322,7 +326,8 @@ impl WorkerThread {
             .map_err(|error| LoadFailure::Model(error.to_string()))?;
         let session = model.new_session().map_err(|error| LoadFailure::Model(error.to_string()))?;
         let info = model.info().clone();
-        self.sessions.insert(request.model_id.clone(), (session, request.clone()));
+        let pool = SessionPool::new(session, DEFAULT_SESSIONS_PER_MODEL);
+        self.sessions.insert(request.model_id.clone(), (pool, request.clone()));
         Ok(info)
     }
 
@@ -343,24 +348,27 @@ impl WorkerThread {
             let info = self.sessions[&request.model_id].0.model().info().clone();
             self.states.set(&request.model_id, ModelState::Loaded { info });
         }
-        let Some((session, _)) = self.sessions.get_mut(&request.model_id) else {
+        let Some((pool, _)) = self.sessions.get_mut(&request.model_id) else {
             return GenerationOutcome::Failed(GenerationFailure::ModelNotLoaded(request.model_id.clone()));
+        };
+        let model = pool.model().clone();
+        let tokenizer = model.tokenizer();
+        let prompt = match &request.prompt {
+            Prompt::Chat(messages) => {
+                encode_chat(tokenizer, model.chat_template(), messages).map_err(GenerateError::from)
+            }
+            Prompt::Text(text) => tokenizer.encode(text, tokenizer.add_bos()).map_err(GenerateError::from),
+        };
+        let (prompt, session) = match prompt.and_then(|prompt| Ok((pool.session_for(&prompt)?, prompt))) {
+            Ok((session, prompt)) => (prompt, session),
+            Err(error) => return GenerationOutcome::Failed(error.into()),
         };
         let sampling = observer.profile_sampling();
         let sampled =
             sampling.is_some_and(|sampling| session.sample_profiles(sampling.cadence, sampling.sink));
         observer.started();
         let mut stream = |event: doppler_engine::TokenEvent| observer.token(&event.text);
-        let result = match &request.prompt {
-            Prompt::Chat(messages) => session.generate_chat(messages, &request.options, cancel, &mut stream),
-            Prompt::Text(text) => {
-                let tokenizer = session.model().tokenizer();
-                match tokenizer.encode(text, tokenizer.add_bos()) {
-                    Ok(tokens) => session.generate(&tokens, &request.options, cancel, &mut stream),
-                    Err(error) => Err(error.into()),
-                }
-            }
-        };
+        let result = session.generate(&prompt, &request.options, cancel, &mut stream);
         if sampled {
             session.stop_sampling_profiles();
         }
