@@ -3,15 +3,13 @@
 //! fails its generation and the next one runs as before; out of memory while loading fails
 //! that load and the next load works. Lavapipe, tiny fixture.
 
-use std::{path::Path, sync::mpsc};
+mod support;
 
-use doppler_engine::{
-    gpu::GpuError, EngineOptions, GenerateError, GenerateOptions, GenerationSummary, SamplingParams,
-};
+use doppler_engine::{gpu::GpuError, EngineOptions, GenerateError};
 use doppler_runtime::{
-    EngineWorker, GenerationFailure, GenerationObserver, GenerationOutcome, GenerationRequest, InjectedFault,
-    LoadFailure, LoadRequest, ModelState, Prompt,
+    EngineWorker, GenerationFailure, GenerationOutcome, InjectedFault, LoadFailure, LoadRequest, ModelState,
 };
+use support::{finished, fixture, generate_text};
 
 const MODEL: &str = "llama3-fixture";
 
@@ -20,23 +18,7 @@ fn load_request() -> LoadRequest {
 }
 
 fn load_request_as(model_id: &str) -> LoadRequest {
-    LoadRequest {
-        model_id: model_id.into(),
-        path: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf/llama3/model.gguf"),
-        context_len: Some(128),
-    }
-}
-
-/// Sends the generation's outcome back to the test.
-struct Outcome(mpsc::Sender<GenerationOutcome>);
-
-impl GenerationObserver for Outcome {
-    fn queued(&mut self, _ahead: usize) {}
-    fn started(&mut self) {}
-    fn token(&mut self, _text: &str) {}
-    fn finished(self: Box<Self>, outcome: GenerationOutcome) {
-        let _ = self.0.send(outcome);
-    }
+    fixture(model_id, 128)
 }
 
 fn generate(worker: &EngineWorker<u32>) -> GenerationOutcome {
@@ -44,33 +26,11 @@ fn generate(worker: &EngineWorker<u32>) -> GenerationOutcome {
 }
 
 fn generate_with(worker: &EngineWorker<u32>, model_id: &str) -> GenerationOutcome {
-    let (sender, outcome) = mpsc::channel();
-    let request = GenerationRequest {
-        model_id: model_id.into(),
-        owner: "test".into(),
-        key: 0,
-        prompt: Prompt::Text("Hello there".into()),
-        options: GenerateOptions {
-            sampling: SamplingParams::greedy(),
-            max_tokens: 4,
-            stop: Vec::new(),
-            ignore_eos: true,
-        },
-    };
-    worker.generate(request, Box::new(Outcome(sender))).expect("the queue has room");
-    outcome.recv().expect("the worker reports every generation's end")
+    generate_text(worker, model_id, "Hello there", 4)
 }
 
 fn generated_tokens(outcome: GenerationOutcome) -> usize {
     finished(outcome).generated_tokens
-}
-
-fn finished(outcome: GenerationOutcome) -> GenerationSummary {
-    match outcome {
-        GenerationOutcome::Finished(summary) => summary,
-        GenerationOutcome::CancelledWhileQueued => panic!("cancelled while queued"),
-        GenerationOutcome::Failed(failure) => panic!("failed: {failure}"),
-    }
 }
 
 #[test]

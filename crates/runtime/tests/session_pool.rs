@@ -1,55 +1,22 @@
 //! Clients taking turns keep their own KV caches: a conversation that continues after another
 //! one ran in between still finds its prefix cached. Lavapipe, tiny fixture.
 
-use std::{path::Path, sync::mpsc};
+mod support;
 
-use doppler_engine::{EngineOptions, GenerateOptions, GenerationSummary, SamplingParams};
-use doppler_runtime::{
-    EngineWorker, GenerationObserver, GenerationOutcome, GenerationRequest, LoadRequest, Prompt,
-};
+use doppler_engine::{EngineOptions, GenerationSummary};
+use doppler_runtime::EngineWorker;
+use support::{finished, fixture, generate_text};
 
 const MODEL: &str = "llama3-fixture";
 
-struct Outcome(mpsc::Sender<GenerationOutcome>);
-
-impl GenerationObserver for Outcome {
-    fn queued(&mut self, _ahead: usize) {}
-    fn started(&mut self) {}
-    fn token(&mut self, _text: &str) {}
-    fn finished(self: Box<Self>, outcome: GenerationOutcome) {
-        let _ = self.0.send(outcome);
-    }
-}
-
 fn generate(worker: &EngineWorker<u32>, text: &str) -> GenerationSummary {
-    let (sender, outcome) = mpsc::channel();
-    let request = GenerationRequest {
-        model_id: MODEL.into(),
-        owner: "test".into(),
-        key: 0,
-        prompt: Prompt::Text(text.into()),
-        options: GenerateOptions {
-            sampling: SamplingParams::greedy(),
-            max_tokens: 2,
-            stop: Vec::new(),
-            ignore_eos: true,
-        },
-    };
-    worker.generate(request, Box::new(Outcome(sender))).expect("the queue has room");
-    match outcome.recv().expect("the worker reports every generation's end") {
-        GenerationOutcome::Finished(summary) => summary,
-        GenerationOutcome::CancelledWhileQueued => panic!("cancelled while queued"),
-        GenerationOutcome::Failed(failure) => panic!("failed: {failure}"),
-    }
+    finished(generate_text(worker, MODEL, text, 2))
 }
 
 #[test]
 fn a_conversation_keeps_its_cache_while_another_runs_in_between() {
     let worker = EngineWorker::<u32>::spawn(EngineOptions::default(), 4);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf/llama3/model.gguf");
-    worker
-        .load_and_wait(LoadRequest { model_id: MODEL.into(), path, context_len: Some(256) })
-        .expect("the fixture loads");
+    worker.load_and_wait(fixture(MODEL, 256)).expect("the fixture loads");
 
     let first = "The lighthouse keeper climbed the stairs every evening to light the lamp for the ships";
     let other = "Numbers: seven, eleven, thirteen, seventeen, nineteen, twenty-three, twenty-nine";
