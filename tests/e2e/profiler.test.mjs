@@ -53,7 +53,7 @@ test('the profiler shows live kernel timings, speed and memory during a reply', 
     const variant = await waitForText(driver, byTestId('kernel-variant'), (text) => text.includes('.wgsl:'), 'the kernel variant unfolds');
     assert.match(variant, /matmul_\w+\.wgsl:\w+\s+\d+×\d+×\d+ threads\s+[\s\S]*TYPE_/, variant);
 
-    // The adapter's peak bandwidth, timed on a buffer copy, is the roofline's ceiling.
+    // The adapter's peak bandwidth, timed on a kernel streaming a large buffer, is the roofline's ceiling.
     const peak = await waitForText(driver, byTestId('adapter-peak-bandwidth'), (text) => /GB\/s/.test(text), 'the peak bandwidth shows');
     assert.ok(Number(peak.match(/([\d.]+) GB\/s/)?.[1]) > 0, peak);
     const roofline = await find(driver, byTestId('roofline-chart'));

@@ -155,8 +155,8 @@ pub struct AdapterFacts {
     pub subgroup_sizes: (u32, u32),
     pub cooperative_matrix: bool,
     pub timestamps: bool,
-    /// Measured by a timed buffer copy (read plus written): the roofline's ceiling; `None`
-    /// where the adapter cannot time one.
+    /// Measured by a timed kernel streaming a large buffer (bytes read): the roofline's ceiling; `None`
+    /// where the adapter cannot time it.
     pub peak_gigabytes_per_second: Option<f64>,
     pub limits: Vec<AdapterLimit>,
 }
