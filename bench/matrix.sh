@@ -53,9 +53,11 @@ compare() {
         || tail -3 $MODELS/llama/$2-$backend.err
     done
   done
-  python3 - "$MODELS" "$DEPTHS" "${SHAPES[@]}" > $OUT/matrix.json <<'PY'
+  DEVICE=$($D devices 2>/dev/null | head -1 | sed 's/^\[0\] //')
+  python3 - "$MODELS" "$DEPTHS" "$DEVICE" "${SHAPES[@]}" > $OUT/matrix.json <<'PY'
 import json, sys
-models, depths, shapes = sys.argv[1], [int(d) for d in sys.argv[2].split()], [s.split()[1] for s in sys.argv[3:]]
+models, depths, device = sys.argv[1], [int(d) for d in sys.argv[2].split()], sys.argv[3]
+shapes = [s.split()[1] for s in sys.argv[4:]]
 def llama(shape, backend, depth):
     try:
         rows = json.load(open(f"{models}/llama/{shape}-{backend}.json"))
@@ -81,7 +83,7 @@ for shape, depth in ((shape, depth) for shape in shapes for depth in depths):
     })
     r = rows[-1]
     print(f"{shape:14} d{depth:<5} doppler {doppler} vk {vk} cuda {cuda} decode/cuda {r['decode_vs_cuda']} prefill/vk {r['prefill_vs_vulkan']}", file=sys.stderr)
-json.dump({"device": "NVIDIA H100 80GB HBM3 (Vulkan for DOPPLER)", "rows": rows}, sys.stdout, indent=1)
+json.dump({"device": device, "rows": rows}, sys.stdout, indent=1)
 PY
 }
 
