@@ -33,6 +33,8 @@ alias kv_t = f32;
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
 
 const COLUMNS = HEAD_DIM / 4u;
+// Whole groups of COLUMNS threads; where COLUMNS does not divide WG (heads of 96 values: 24
+// columns, 10 groups of 256 threads) the threads past the last group only join the reductions.
 const GROUPS = WG / COLUMNS;
 
 var<workgroup> weights: array<f32, N_SPLITS>;
@@ -69,7 +71,7 @@ fn split_combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     let column = lid % COLUMNS;
     let group = lid / COLUMNS;
     var value = vec4<f32>(0.0);
-    for (var s = group; s < N_SPLITS; s += GROUPS) {
+    for (var s = group; s < N_SPLITS && group < GROUPS; s += GROUPS) {
         // An empty slice leaves its values unwritten.
         if (weights[s] > 0.0) {
             value += split_acc[(stats_base + s) * COLUMNS + column] * weights[s];
@@ -503,7 +505,8 @@ fn split_partial(
         running_sum = running_sum * correction + tile_sum;
         running_max = new_max;
         acc *= correction;
-        for (var j = group; j < keys_in_tile; j += GROUPS) {
+        // Threads past the last whole group (see GROUPS) add nothing.
+        for (var j = group; j < keys_in_tile && group < GROUPS; j += GROUPS) {
             acc += probs[j] * vec4<f32>(v_cache[((tile + j) % params.cache_len) * kv_stride + kv_base + column]);
         }
         workgroupBarrier();

@@ -475,6 +475,18 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             n_tokens: 1,
             split: true,
         },
+        // Phi-3's heads of 96 values: 24 columns do not divide the 256 threads, so the last 16
+        // threads only join the reductions; slices of 300 keys, GQA.
+        AttentionCase {
+            n_heads: 4,
+            n_kv_heads: 2,
+            head_dim: 96,
+            window: 0,
+            cache_len: 9600,
+            history: 9599,
+            n_tokens: 1,
+            split: true,
+        },
     ];
     for ctx in &default_and_f32_contexts() {
         for case in &cases {
@@ -834,6 +846,18 @@ fn decode_attention_with_qk_step_matches_qk_step_then_attention() {
             history: 0,
             style: RopeStyle::Neox,
             norm: true,
+        },
+        // Phi-3's heads of 96 values (24 columns, not a divisor of the split kernels' threads).
+        DecodeQkCase {
+            n_heads: 4,
+            n_kv_heads: 4,
+            head_dim: 96,
+            rot_dim: 96,
+            window: 0,
+            cache_len: 512,
+            history: 300,
+            style: RopeStyle::Neox,
+            norm: false,
         },
     ];
     for ctx in &default_and_f32_contexts() {

@@ -265,8 +265,10 @@ const BLOCK_WORKGROUP_SIZE: u32 = 256;
 /// Most key slices per head in decode attention: with the 4 heads of the small Gemma models
 /// that is 128 workgroups, about one per SM of a large GPU.
 const MAX_KEY_SLICES: u32 = 32;
-/// Threads of the split kernels: a multiple of the vec4 columns of a head (64 for head_dim 256),
-/// so several groups of threads share a slice's values. At least MAX_KEY_SLICES.
+/// Threads of the split kernels: at least the vec4 columns of a head (64 for head_dim 256), so
+/// whole groups of threads share a slice's values; where the columns do not divide it (24 for
+/// Phi-3's head_dim 96) the threads past the last group only join the reductions. A power of
+/// two (the reductions' trees) and at least MAX_KEY_SLICES.
 const SPLIT_WORKGROUP_SIZE: u32 = 256;
 /// Fewest keys a slice is sized for, at load for the longest context and in the kernel for
 /// the step's: a short context fills only its first slices. Measured on an H100 (1B tg128,
@@ -333,10 +335,9 @@ pub fn record_decode_attention_with_qk_step(
     record_split_attention(ctx, ops, label, qk.rows.q, layer, Some((qk_label, qk)))
 }
 
-/// Whether the split kernels take heads of this cache: one vec4 column per thread.
+/// Whether the split kernels take heads of this cache: a vec4 column per thread of a group.
 fn split_fits(cache: &KvCache) -> bool {
-    let columns = cache.head_dim / 4;
-    columns <= SPLIT_WORKGROUP_SIZE && SPLIT_WORKGROUP_SIZE.is_multiple_of(columns)
+    cache.head_dim / 4 <= SPLIT_WORKGROUP_SIZE
 }
 
 fn record_split_attention(
