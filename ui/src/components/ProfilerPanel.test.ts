@@ -116,14 +116,14 @@ describe('profiler sections', () => {
 
     profiler.adapter = ADAPTER;
     await vi.waitFor(() => expect(screen.getByTestId('roofline-chart').dataset.peak).toBe('100'));
-    expect(screen.getByTestId('roofline-note').textContent).toMatch(/Peak 100 GB\/s, timed on a buffer copy; the best kernel reaches 48% of it/);
+    expect(screen.getByTestId('roofline-note').textContent).toMatch(/Peak 100 GB\/s, timed on a kernel that only streams memory; the best kernel reaches 48% of it/);
     expect(screen.getAllByTestId('kernel-gbps')[0].title).toBe("48% of the adapter's peak");
   });
 
   it('show the adapter’s measured peak bandwidth', async () => {
     render(ProfilerAdapter);
     profiler.adapter = ADAPTER;
-    expect((await screen.findByTestId('adapter-peak-bandwidth')).textContent?.trim()).toBe('100 GB/s (timed buffer copy)');
+    expect((await screen.findByTestId('adapter-peak-bandwidth')).textContent?.trim()).toBe('100 GB/s (a timed kernel reading a large buffer)');
     profiler.adapter = { ...ADAPTER, peakGigabytesPerSecond: null };
     await vi.waitFor(() => expect(screen.getByTestId('adapter-peak-bandwidth').textContent?.trim()).toBe('not measured'));
   });
