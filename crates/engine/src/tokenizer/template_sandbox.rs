@@ -256,6 +256,7 @@ impl From<RenderReply> for Result<String, TemplateError> {
 /// The child: renders each request line from stdin and writes the reply line to stdout until
 /// stdin closes, then exits.
 fn serve_renders() -> ! {
+    close_inherited_descriptors();
     limit_memory();
     // A panic is answered as a failed render; its message needs no printing.
     panic::set_hook(Box::new(|_| {}));
@@ -282,6 +283,28 @@ fn serve_renders() -> ! {
     }
     std::process::exit(0)
 }
+
+/// Closes every descriptor but the three standard ones. The child inherits whatever the parent
+/// had open without close-on-exec (an app's display, D-Bus and web-process sockets among them);
+/// held here they would keep the parent's peers waiting for them to close after the parent quits.
+#[cfg(target_os = "linux")]
+fn close_inherited_descriptors() {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else { return };
+    let inherited: Vec<i32> = entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in inherited {
+        // SAFETY: nothing in this process uses these descriptors: it has only just started, and
+        // the directory listing's own descriptor is closed by now (closing it again fails harmlessly).
+        unsafe {
+            libc::close(fd);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn close_inherited_descriptors() {}
 
 fn render_line(line: &str, compiled: &mut Option<(String, Environment<'static>)>) -> RenderReply {
     let request: RenderRequest = match serde_json::from_str(line) {
