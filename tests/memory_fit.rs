@@ -23,7 +23,12 @@ fn load(
 ) -> Result<std::sync::Arc<doppler_engine::LoadedModel>, GenerateError> {
     engine.load_model(
         path,
-        LoadOptions { context_len: Some(context_len), max_batch: Some(64), memory_budget },
+        LoadOptions {
+            context_len: Some(context_len),
+            max_batch: Some(64),
+            memory_budget,
+            ..LoadOptions::default()
+        },
         &mut |_| {},
     )
 }

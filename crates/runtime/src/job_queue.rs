@@ -14,6 +14,7 @@ pub type GenerationId = u64;
 pub(super) enum Job<K> {
     Load {
         request: LoadRequest,
+        cancel: CancelToken,
         observer: Box<dyn LoadObserver>,
     },
     Unload {
@@ -79,6 +80,8 @@ struct QueueState<K> {
     /// A job is running (a load, an unload or a generation).
     busy: bool,
     running: Option<RunningGeneration<K>>,
+    /// The model being loaded now, and what stops its load.
+    running_load: Option<(String, CancelToken)>,
     closed: bool,
 }
 
@@ -90,7 +93,13 @@ struct RunningGeneration<K> {
 
 impl<K: Clone> JobQueue<K> {
     pub fn new(capacity: usize) -> JobQueue<K> {
-        let state = QueueState { jobs: VecDeque::new(), busy: false, running: None, closed: false };
+        let state = QueueState {
+            jobs: VecDeque::new(),
+            busy: false,
+            running: None,
+            running_load: None,
+            closed: false,
+        };
         JobQueue { state: Mutex::new(state), wake: Condvar::new(), capacity }
     }
 
@@ -124,12 +133,18 @@ impl<K: Clone> JobQueue<K> {
             }
             if let Some(job) = state.jobs.pop_front() {
                 state.busy = true;
-                if let Job::Generate(generation) = &job {
-                    state.running = Some(RunningGeneration {
-                        generation: queued(generation),
-                        owner: generation.request.owner.clone(),
-                        cancel: generation.cancel.clone(),
-                    });
+                match &job {
+                    Job::Generate(generation) => {
+                        state.running = Some(RunningGeneration {
+                            generation: queued(generation),
+                            owner: generation.request.owner.clone(),
+                            cancel: generation.cancel.clone(),
+                        })
+                    }
+                    Job::Load { request, cancel, .. } => {
+                        state.running_load = Some((request.model_id.clone(), cancel.clone()))
+                    }
+                    _ => {}
                 }
                 announce_positions(&mut state);
                 return Some(job);
@@ -143,6 +158,7 @@ impl<K: Clone> JobQueue<K> {
         let mut state = self.lock();
         state.busy = false;
         state.running = None;
+        state.running_load = None;
     }
 
     /// Stops the generation `id`: a running one ends after its current step and keeps what
@@ -180,12 +196,35 @@ impl<K: Clone> JobQueue<K> {
         removed
     }
 
-    /// Refuses new jobs, cancels the running generation and returns the waiting jobs.
+    /// Stops loading `model_id`: a running load ends after its current tensor; waiting loads
+    /// of it leave the queue and are returned to be told so.
+    pub fn cancel_load(&self, model_id: &str) -> Vec<Job<K>> {
+        let mut state = self.lock();
+        if let Some((loading, cancel)) = &state.running_load {
+            if loading == model_id {
+                cancel.cancel();
+            }
+        }
+        let (removed, kept): (Vec<_>, Vec<_>) = state
+            .jobs
+            .drain(..)
+            .partition(|job| matches!(job, Job::Load { request, .. } if request.model_id == model_id));
+        state.jobs = kept.into();
+        if !removed.is_empty() {
+            announce_positions(&mut state);
+        }
+        removed
+    }
+
+    /// Refuses new jobs, cancels the running generation or load and returns the waiting jobs.
     pub fn close(&self) -> Vec<Job<K>> {
         let mut state = self.lock();
         state.closed = true;
         if let Some(running) = &state.running {
             running.cancel.cancel();
+        }
+        if let Some((_, cancel)) = &state.running_load {
+            cancel.cancel();
         }
         let waiting = state.jobs.drain(..).collect();
         drop(state);

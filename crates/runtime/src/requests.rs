@@ -88,4 +88,6 @@ pub enum LoadFailure {
     Model(String),
     #[error("the engine is shutting down")]
     ShuttingDown,
+    #[error("the load was cancelled")]
+    Cancelled,
 }

@@ -10,8 +10,8 @@ use std::{
 };
 
 use doppler_engine::{
-    gpu::GpuContext, tokenizer::encode_chat, CancelToken, Engine, EngineOptions, GenerateError, LoadOptions,
-    ModelInfo,
+    gpu::GpuContext, model::ModelError, tokenizer::encode_chat, CancelToken, Engine, EngineOptions,
+    GenerateError, LoadOptions, ModelInfo,
 };
 
 use super::{
@@ -66,7 +66,7 @@ impl<K: Clone + Send + 'static> EngineWorker<K> {
     /// Loads a model file and keeps it on the GPU under `request.model_id`.
     pub fn load(&self, request: LoadRequest, observer: Box<dyn LoadObserver>) {
         self.states.set(&request.model_id, ModelState::Queued);
-        self.submit_control(Job::Load { request, observer });
+        self.submit_control(Job::Load { request, cancel: CancelToken::new(), observer });
     }
 
     /// Loads a model and waits for the worker to finish it (or refuse it).
@@ -75,6 +75,17 @@ impl<K: Clone + Send + 'static> EngineWorker<K> {
         self.load(request, Box::new(LoadResult(sender)));
         // The worker always reports a load's end, so the channel closes only if it panicked.
         result.recv().unwrap_or(Err(LoadFailure::ShuttingDown))
+    }
+
+    /// Stops loading `model_id`, running or waiting; its observer hears
+    /// [`LoadFailure::Cancelled`]. A model already loaded stays (unload frees it).
+    pub fn cancel_load(&self, model_id: &str) {
+        for job in self.queue.cancel_load(model_id) {
+            if let Job::Load { request, observer, .. } = job {
+                self.states.remove(&request.model_id);
+                observer.finished(Err(LoadFailure::Cancelled));
+            }
+        }
     }
 
     /// Frees a loaded model once the jobs queued before this are done; `done` runs then.
@@ -118,7 +129,7 @@ impl<K: Clone + Send + 'static> EngineWorker<K> {
     fn refuse(&self, job: Job<K>) {
         match job {
             Job::Generate(job) => job.observer.finished(GenerationOutcome::CancelledWhileQueued),
-            Job::Load { request, observer } => {
+            Job::Load { request, observer, .. } => {
                 self.states.remove(&request.model_id);
                 observer.finished(Err(LoadFailure::ShuttingDown));
             }
@@ -221,13 +232,14 @@ impl WorkerThread {
             // A device lost while idle is found before the job that would fail on it.
             self.forget_lost_device();
             match job {
-                Job::Load { request, mut observer } => {
-                    let result = catch_panic(|| self.load(&request, &mut *observer))
+                Job::Load { request, cancel, mut observer } => {
+                    let result = catch_panic(|| self.load(&request, &cancel, &mut *observer))
                         .unwrap_or_else(|message| Err(LoadFailure::Model(message)));
                     match &result {
                         Ok(info) => {
                             self.states.set(&request.model_id, ModelState::Loaded { info: info.clone() })
                         }
+                        Err(LoadFailure::Cancelled) => self.states.remove(&request.model_id),
                         Err(failure) => self
                             .states
                             .set(&request.model_id, ModelState::Failed { reason: failure.to_string() }),
@@ -297,6 +309,7 @@ impl WorkerThread {
     fn load(
         &mut self,
         request: &LoadRequest,
+        cancel: &CancelToken,
         observer: &mut dyn LoadObserver,
     ) -> Result<ModelInfo, LoadFailure> {
         if let Some((pool, _)) = self.sessions.get(&request.model_id) {
@@ -314,7 +327,11 @@ impl WorkerThread {
             }
         };
         let states = &self.states;
-        let options = LoadOptions { context_len: request.context_len, ..LoadOptions::default() };
+        let options = LoadOptions {
+            context_len: request.context_len,
+            cancel: cancel.clone(),
+            ..LoadOptions::default()
+        };
         let model = engine
             .load_model(&request.path, options, &mut |progress| {
                 states.set(
@@ -323,7 +340,10 @@ impl WorkerThread {
                 );
                 observer.progress(progress.fraction, progress.stage);
             })
-            .map_err(|error| LoadFailure::Model(error.to_string()))?;
+            .map_err(|error| match error {
+                GenerateError::Model(ModelError::LoadCancelled) => LoadFailure::Cancelled,
+                error => LoadFailure::Model(error.to_string()),
+            })?;
         let session = model.new_session().map_err(|error| LoadFailure::Model(error.to_string()))?;
         let info = model.info().clone();
         let pool = SessionPool::new(session, DEFAULT_SESSIONS_PER_MODEL);
@@ -341,9 +361,18 @@ impl WorkerThread {
             return GenerationOutcome::CancelledWhileQueued;
         }
         if let Some(load) = self.lost.get(&request.model_id).cloned() {
-            if let Err(failure) = self.load(&load, &mut ReloadProgress) {
-                self.states.set(&request.model_id, ModelState::Failed { reason: failure.to_string() });
-                return GenerationOutcome::Failed(GenerationFailure::ReloadFailed(failure));
+            // Stopping the generation stops the reload it waits for; the model stays to be
+            // loaded again by the next one.
+            match self.load(&load, cancel, &mut ReloadProgress) {
+                Err(LoadFailure::Cancelled) => {
+                    self.lost.insert(request.model_id.clone(), load);
+                    return GenerationOutcome::CancelledWhileQueued;
+                }
+                Err(failure) => {
+                    self.states.set(&request.model_id, ModelState::Failed { reason: failure.to_string() });
+                    return GenerationOutcome::Failed(GenerationFailure::ReloadFailed(failure));
+                }
+                Ok(_) => {}
             }
             let info = self.sessions[&request.model_id].0.model().info().clone();
             self.states.set(&request.model_id, ModelState::Loaded { info });
@@ -359,8 +388,12 @@ impl WorkerThread {
             }
             Prompt::Text(text) => tokenizer.encode(text, tokenizer.add_bos()).map_err(GenerateError::from),
         };
-        let (prompt, session) = match prompt.and_then(|prompt| Ok((pool.session_for(&prompt)?, prompt))) {
-            Ok((session, prompt)) => (prompt, session),
+        let prompt = match prompt {
+            Ok(prompt) => prompt,
+            Err(error) => return GenerationOutcome::Failed(error.into()),
+        };
+        let session = match pool.session_for(&prompt) {
+            Ok(session) => session,
             Err(error) => return GenerationOutcome::Failed(error.into()),
         };
         let sampling = observer.profile_sampling();

@@ -104,7 +104,8 @@ export type ModelList = { installed: InstalledModel[]; availableDefaults: Defaul
 export type LoadEvent =
   | { type: 'progress'; fraction: number; stage: string }
   | { type: 'loaded'; info: ModelInfo }
-  | { type: 'failed'; reason: string };
+  | { type: 'failed'; reason: string }
+  | { type: 'cancelled' };
 
 export type FetchProgress = { stage: string; written: number; total: number };
 

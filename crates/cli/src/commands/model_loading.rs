@@ -43,8 +43,12 @@ pub fn load_with(
     let file = ModelFile::open(&path).with_context(loading)?;
     file.context_len(context_len)?;
     let engine = Engine::new(EngineOptions::default())?;
-    let options =
-        LoadOptions { context_len, max_batch, memory_budget: args.gpu_memory.map(|bytes| bytes.as_u64()) };
+    let options = LoadOptions {
+        context_len,
+        max_batch,
+        memory_budget: args.gpu_memory.map(|bytes| bytes.as_u64()),
+        ..LoadOptions::default()
+    };
     let model = engine.load_checked(file, options, &mut |_| {}).with_context(loading)?;
     tracing::info!(model = %model.info().name, gpu = %engine.gpu().describe(), "model loaded");
     Ok(model)

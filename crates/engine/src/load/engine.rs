@@ -3,7 +3,7 @@ use std::{path::Path, sync::Arc};
 use serde::Serialize;
 
 use super::model_file::ModelFile;
-use crate::generate::{GenerateError, Session};
+use crate::generate::{CancelToken, GenerateError, Session};
 use crate::{
     gguf::GgufFile,
     gpu::{GpuContext, GpuOptions},
@@ -40,6 +40,8 @@ pub struct LoadOptions {
     pub max_batch: Option<u32>,
     /// Bytes of GPU memory the model may take; default: the adapter's budget (`GpuMemory`).
     pub memory_budget: Option<u64>,
+    /// Stops the upload between tensors, with [`crate::model::ModelError::LoadCancelled`].
+    pub cancel: CancelToken,
 }
 
 /// Load progress for a progress bar.
@@ -107,6 +109,9 @@ impl Engine {
         progress: &mut dyn FnMut(LoadProgress),
     ) -> Result<Arc<LoadedModel>, GenerateError> {
         self.ctx.check_health()?;
+        if options.cancel.is_cancelled() {
+            return Err(crate::model::ModelError::LoadCancelled.into());
+        }
         let context_len = file.context_len(options.context_len)?;
         let ModelFile { path, gguf, config, tokenizer, template } = file;
         let path = path.as_path();
@@ -121,7 +126,7 @@ impl Engine {
             (context_len, max_batch),
             options.memory_budget,
         )?;
-        let weights = ModelWeights::upload(&self.ctx, &gguf, &config, &mut |fraction| {
+        let weights = ModelWeights::upload(&self.ctx, &gguf, &config, &options.cancel, &mut |fraction| {
             progress(LoadProgress { fraction, stage: "uploading weights" })
         })?;
         let info = ModelInfo {

@@ -52,4 +52,6 @@ pub enum ModelError {
     Kernel(#[from] KernelError),
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    #[error("the load was cancelled")]
+    LoadCancelled,
 }

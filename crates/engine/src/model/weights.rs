@@ -2,6 +2,7 @@ use std::borrow::Cow;
 
 use super::{arch::Storage, ModelConfig, ModelError};
 use crate::{
+    generate::CancelToken,
     gguf::{GgmlType, GgufFile},
     gpu::{Element, GpuContext, GpuMatrix, GpuTensor, StackedMatrix},
     quant::{widen_to_q8_0, widens_to_q8_0},
@@ -61,9 +62,10 @@ impl ModelWeights {
         ctx: &GpuContext,
         gguf: &GgufFile,
         config: &ModelConfig,
+        cancel: &CancelToken,
         progress: &mut dyn FnMut(f32),
     ) -> Result<ModelWeights, ModelError> {
-        let weights = Self::upload_tensors(ctx, gguf, config, progress);
+        let weights = Self::upload_tensors(ctx, gguf, config, cancel, progress);
         ctx.release_upload_staging();
         weights
     }
@@ -72,11 +74,12 @@ impl ModelWeights {
         ctx: &GpuContext,
         gguf: &GgufFile,
         config: &ModelConfig,
+        cancel: &CancelToken,
         progress: &mut dyn FnMut(f32),
     ) -> Result<ModelWeights, ModelError> {
         let expected = config.expected_tensors();
         let total: u64 = expected.iter().filter_map(|(name, _)| gguf.tensor(name)).map(|t| t.n_bytes).sum();
-        let mut uploader = Uploader { ctx, gguf, done: 0, total: total.max(1), progress };
+        let mut uploader = Uploader { ctx, gguf, done: 0, total: total.max(1), cancel, progress };
         let token_embedding = uploader.matrix("token_embd.weight")?;
         let output = if config.tied_embeddings { None } else { Some(uploader.matrix("output.weight")?) };
         let output_norm = uploader.vector("output_norm.weight")?;
@@ -161,6 +164,7 @@ struct Uploader<'a> {
     gguf: &'a GgufFile,
     done: u64,
     total: u64,
+    cancel: &'a CancelToken,
     progress: &'a mut dyn FnMut(f32),
 }
 
@@ -171,7 +175,7 @@ impl<'a> Uploader<'a> {
         let matrix = self.ctx.checked(&format!("uploading {name}"), || {
             GpuMatrix::upload(self.ctx, name, info.ggml_type, info.row_len(), info.rows(), data)
         })??;
-        self.advance(info.n_bytes);
+        self.advance(info.n_bytes)?;
         Ok(matrix)
     }
 
@@ -279,7 +283,7 @@ impl<'a> Uploader<'a> {
                     StackedMatrix::upload(self.ctx, &stack_name, ty, head.row_len, &stacked)
                 })??
             };
-            self.advance(group.iter().map(|part| part.data.len() as u64).sum());
+            self.advance(group.iter().map(|part| part.data.len() as u64).sum())?;
             stacks.push(stack);
             first = end;
         }
@@ -293,13 +297,19 @@ impl<'a> Uploader<'a> {
         let buffer = self.ctx.checked(&format!("uploading {name}"), || {
             GpuTensor::from_bytes(self.ctx, name, width, Element::F32, self.gguf.tensor_data(info))
         })?;
-        self.advance(info.n_bytes);
+        self.advance(info.n_bytes)?;
         Ok(buffer)
     }
 
-    fn advance(&mut self, bytes: u64) {
+    /// Counts an uploaded tensor; a cancelled load stops here, between tensors (a 40 GB
+    /// model takes minutes to upload, and quitting or a cancel click must not wait for it).
+    fn advance(&mut self, bytes: u64) -> Result<(), ModelError> {
+        if self.cancel.is_cancelled() {
+            return Err(ModelError::LoadCancelled);
+        }
         self.done += bytes;
         (self.progress)(self.done as f32 / self.total as f32);
+        Ok(())
     }
 }
 

@@ -99,7 +99,10 @@ impl ModelCatalog {
         Ok(())
     }
 
+    /// Stops a load of `model_id` that is running or waiting, then frees the model if it was
+    /// loaded, once the jobs queued before are done; `done` runs then.
     pub fn unload(&self, model_id: &str, done: Box<dyn FnOnce() + Send>) {
+        self.worker.cancel_load(model_id);
         self.worker.unload(model_id.to_string(), done);
     }
 

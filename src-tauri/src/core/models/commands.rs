@@ -39,6 +39,7 @@ impl LoadObserver for ChannelLoadObserver {
                 tauri::async_runtime::spawn(async move { server.model_loaded().await });
                 LoadEvent::Loaded { info }
             }
+            Err(LoadFailure::Cancelled) => LoadEvent::Cancelled,
             Err(failure) => LoadEvent::Failed { reason: failure.to_string() },
         };
         let _ = self.channel.send(event);
@@ -104,7 +105,7 @@ pub async fn set_model_context(
     Ok(state.models.set_context(&state.db, &model_id, context_len)?)
 }
 
-/// Frees a model's GPU memory once the jobs queued before it are done.
+/// Stops a model's load, or frees its GPU memory once the jobs queued before it are done.
 #[tauri::command]
 pub async fn unload_model(state: State<'_, AppState>, model_id: String) -> Result<(), CommandError> {
     let (done, unloaded) = tokio::sync::oneshot::channel();

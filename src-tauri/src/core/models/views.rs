@@ -34,13 +34,14 @@ pub struct ModelList {
     pub available_defaults: Vec<DefaultModelView>,
 }
 
-/// Load progress for the picker's progress bar.
+/// Load progress for the picker's progress bar; `Cancelled` when an unload stopped the load.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum LoadEvent {
     Progress { fraction: f32, stage: String },
     Loaded { info: ModelInfo },
     Failed { reason: String },
+    Cancelled,
 }
 
 /// Progress of fetching a default model: `total` is known once its file is being written.
