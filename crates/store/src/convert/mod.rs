@@ -15,7 +15,10 @@ use std::path::{Path, PathBuf};
 
 use doppler_engine::{
     rdrr::{WrittenRdrr, MAX_SHARD_BYTES},
-    store::{check_model_name, model_name_from_file, InstalledModel, ModelStore, StoreError, VerifiedFile},
+    store::{
+        check_model_name, model_name_from_file, InstallLock, InstalledModel, ModelStore, StoreError,
+        VerifiedFile,
+    },
 };
 
 use crate::{
@@ -178,7 +181,7 @@ fn write_and_install(
     origin: String,
     write: impl FnOnce(&Path) -> Result<WrittenRdrr, ConvertError>,
 ) -> Result<InstalledModel, ConvertError> {
-    let work = WorkDir::new(store.downloads_dir().join(format!("convert-{name}-{}", std::process::id())))?;
+    let work = WorkDir::new(&store.downloads_dir(), name)?;
     let written = write(work.path())?;
     Ok(store.install_verified(name, &verified_files(&written), origin)?)
 }
@@ -212,30 +215,72 @@ fn name_with_format(base: &str) -> Option<String> {
     Some(format!("{}-rdrr", name.trim_end_matches(['.', '_', '-'])))
 }
 
-/// A scratch folder removed when dropped: after a successful install its files have moved
-/// into the store; after a failure nothing half-written stays behind.
-struct WorkDir(PathBuf);
+/// A conversion's scratch folder, `downloads/convert-{name}`, removed when dropped: after a
+/// successful install its files have moved into the store; after a failure nothing
+/// half-written stays behind. Its lock (held while it exists, released by the OS if the
+/// process dies) tells a live conversion's folder from one a killed process left, which the
+/// next conversion removes.
+struct WorkDir {
+    path: PathBuf,
+    _lock: InstallLock,
+}
+
+const SCRATCH_PREFIX: &str = "convert-";
 
 impl WorkDir {
-    fn new(path: PathBuf) -> Result<WorkDir, ConvertError> {
+    fn new(downloads: &Path, name: &str) -> Result<WorkDir, ConvertError> {
+        remove_abandoned_scratch(downloads)?;
+        let path = downloads.join(format!("{SCRATCH_PREFIX}{name}"));
+        let lock_path = scratch_lock(&path);
+        let lock = InstallLock::try_acquire(&lock_path)?
+            .ok_or_else(|| StoreError::InstallInProgress { name: name.to_string(), lock: lock_path })?;
         if path.exists() {
             std::fs::remove_dir_all(&path).map_err(ConvertError::io(&path))?;
         }
         std::fs::create_dir_all(&path).map_err(ConvertError::io(&path))?;
-        Ok(WorkDir(path))
+        Ok(WorkDir { path, _lock: lock })
     }
 
     fn path(&self) -> &Path {
-        &self.0
+        &self.path
     }
 }
 
 impl Drop for WorkDir {
     fn drop(&mut self) {
-        if let Err(error) = std::fs::remove_dir_all(&self.0) {
-            tracing::warn!(dir = %self.0.display(), %error, "could not remove a conversion's scratch folder");
+        if let Err(error) = std::fs::remove_dir_all(&self.path) {
+            tracing::warn!(dir = %self.path.display(), %error, "could not remove a conversion's scratch folder");
         }
     }
+}
+
+/// `convert-{name}.lock` beside the folder (names may hold dots: no `with_extension`).
+fn scratch_lock(scratch: &Path) -> PathBuf {
+    let mut lock = scratch.as_os_str().to_owned();
+    lock.push(".lock");
+    PathBuf::from(lock)
+}
+
+/// Removes the scratch folders of conversions whose process died (their lock is free).
+fn remove_abandoned_scratch(downloads: &Path) -> Result<(), ConvertError> {
+    let entries = match std::fs::read_dir(downloads) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(ConvertError::io(downloads)(error)),
+    };
+    for entry in entries {
+        let path = entry.map_err(ConvertError::io(downloads))?.path();
+        let is_scratch = path.is_dir()
+            && path.file_name().is_some_and(|name| name.to_string_lossy().starts_with(SCRATCH_PREFIX));
+        if !is_scratch {
+            continue;
+        }
+        if let Some(_lock) = InstallLock::try_acquire(&scratch_lock(&path))? {
+            tracing::info!(dir = %path.display(), "removing the scratch folder of a conversion that was killed");
+            std::fs::remove_dir_all(&path).map_err(ConvertError::io(&path))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -254,5 +299,39 @@ mod tests {
         );
         let long = default_name(Path::new(&format!("{}.gguf", "x".repeat(100)))).unwrap();
         assert!(long.len() <= 64 && long.ends_with("-rdrr"), "{long}");
+    }
+
+    #[test]
+    fn a_killed_conversions_scratch_goes_and_a_live_ones_stays() {
+        let downloads = tempfile::tempdir().unwrap();
+        // A killed process's folder (its lock file may or may not exist: both are free) and
+        // one from before scratch folders had locks.
+        for abandoned in ["convert-qwen3-0.6b-rdrr", "convert-old-rdrr-4242"] {
+            std::fs::create_dir(downloads.path().join(abandoned)).unwrap();
+            std::fs::write(downloads.path().join(abandoned).join("shard-0.bin"), b"half").unwrap();
+        }
+        std::fs::write(downloads.path().join("convert-qwen3-0.6b-rdrr.lock"), b"").unwrap();
+        // Another download's partial file is not a conversion's.
+        std::fs::write(downloads.path().join("model.gguf.part"), b"partial").unwrap();
+
+        let live = WorkDir::new(downloads.path(), "live-rdrr").unwrap();
+        std::fs::write(live.path().join("shard-0.bin"), b"being written").unwrap();
+        assert!(!downloads.path().join("convert-qwen3-0.6b-rdrr").exists());
+        assert!(!downloads.path().join("convert-old-rdrr-4242").exists());
+        assert!(downloads.path().join("model.gguf.part").exists());
+
+        // A second conversion sweeps too, and leaves the live one alone.
+        let second = WorkDir::new(downloads.path(), "second-rdrr").unwrap();
+        assert!(live.path().join("shard-0.bin").exists(), "a live conversion's folder stays");
+        assert!(
+            matches!(
+                WorkDir::new(downloads.path(), "live-rdrr"),
+                Err(ConvertError::Store(StoreError::InstallInProgress { .. }))
+            ),
+            "one name converts once at a time"
+        );
+        let (live_path, second_path) = (live.path().to_path_buf(), second.path().to_path_buf());
+        drop((live, second));
+        assert!(!live_path.exists() && !second_path.exists());
     }
 }
