@@ -13,6 +13,7 @@ const DRIVER_PORT = 4444;
 const DRIVER_URL = `http://127.0.0.1:${DRIVER_PORT}`;
 // Quitting waits for the running decode step, seconds on a busy lavapipe.
 const QUIT_MS = 30_000;
+const CLOSE_AGAIN_MS = 5_000;
 const WINDOW_TITLE = 'DOPPLER';
 // Debian's Python, which has python3-xlib (close_window.py), whatever python3 is first on PATH.
 const SYSTEM_PYTHON = '/usr/bin/python3';
@@ -89,12 +90,16 @@ export async function killApp(driver) {
  * Closes the window as a user would (through the window manager's close message) and waits
  * for the app to quit by itself: it stops a running generation and saves the reply first.
  * Returns whether it quit in time; the WebDriver session ends either way.
+ *
+ * The close is sent again every few seconds until the app quits: GTK drops a close message
+ * that arrives while WebDriver's synthesized input still holds the window (seen after clicks
+ * and screenshots, with the app idle and its window mapped; a second close then quits it).
  */
 export async function quitApp(driver) {
-  const closed = spawnSync(SYSTEM_PYTHON, [join(import.meta.dirname, 'close_window.py'), WINDOW_TITLE], { stdio: 'inherit' });
   let quit = false;
-  if (closed.status === 0) {
-    for (let waited = 0; appRunning() && waited < QUIT_MS; waited += 100) await sleep(100);
+  for (let waited = 0; waited < QUIT_MS && !quit; waited += 100) {
+    if (waited % CLOSE_AGAIN_MS === 0) closeWindow();
+    await sleep(100);
     quit = !appRunning();
   }
   try {
@@ -104,6 +109,11 @@ export async function quitApp(driver) {
     // the session ended with the app
   }
   return quit;
+}
+
+/** Sends the close message to the app's window, if it still has one. */
+function closeWindow() {
+  spawnSync(SYSTEM_PYTHON, [join(import.meta.dirname, 'close_window.py'), WINDOW_TITLE], { stdio: 'ignore' });
 }
 
 export async function screenshot(driver, name) {
