@@ -1,7 +1,8 @@
 //! The chat template sandbox: a model's template rendered in the child process (`doppler`
 //! re-run as the renderer) gives byte for byte what rendering in this process gives, one child
-//! serves render after render, and a child that dies (of its memory limit, its deadline, or
-//! killed from outside) is replaced at the next render.
+//! serves render after render, a child that dies (of its memory limit, its deadline, or
+//! killed from outside) is replaced at the next render, and one that stops reading its
+//! requests cannot hold a render past its deadline.
 
 // Where the fixtures and default models are (the rest of tests/support is GPU helpers); this
 // binary uses a part of the file.
@@ -130,6 +131,26 @@ fn a_dead_renderer_is_replaced_at_the_next_render() {
     assert!(start.elapsed() < Duration::from_secs(5), "stopped after {:?}", start.elapsed());
     assert_eq!(sandbox.renderer_id(), None);
     assert_eq!(sandbox.render(&template, &messages, true).unwrap(), expected);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_renderer_that_stops_reading_times_out_on_a_long_request() {
+    use std::os::unix::fs::PermissionsExt;
+    // A "renderer" that never reads its stdin: a request longer than a pipe holds cannot be
+    // written whole, and the render must still end at its deadline.
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("deaf-renderer");
+    std::fs::write(&program, "#!/bin/sh\nexec sleep 60\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sandbox = TemplateSandbox::new(&program).with_timeout(Duration::from_millis(500));
+    let (_, template) = model_template(&fixture("qwen2"));
+    let long = [ChatMessage::user("many words ".repeat(200_000))];
+    let start = Instant::now();
+    let error = sandbox.render(&template, &long, true).unwrap_err();
+    assert!(matches!(error, TemplateError::TimedOut { .. }), "{error}");
+    assert!(start.elapsed() < Duration::from_secs(5), "stopped after {:?}", start.elapsed());
+    assert_eq!(sandbox.renderer_id(), None, "the stuck child is gone");
 }
 
 /// Whether `pid` has ended and waits to be reaped.

@@ -25,7 +25,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -76,7 +76,10 @@ pub struct TemplateSandbox {
 #[derive(Debug)]
 struct Renderer {
     child: Child,
-    requests: ChildStdin,
+    /// Request lines, written to the child's stdin by a thread: a child that stops reading
+    /// (a request longer than the pipe holds) blocks that thread, never the render, whose
+    /// wait for the reply has the deadline.
+    requests: Sender<Vec<u8>>,
     /// Reply lines, read by a thread so that waiting for one can time out; disconnected when
     /// the child's stdout closes.
     replies: Receiver<String>,
@@ -127,11 +130,7 @@ impl TemplateSandbox {
         let mut line = serde_json::to_vec(request).map_err(|e| TemplateError::Renderer(e.into()))?;
         line.push(b'\n');
         let mut slot = self.lock();
-        if self.send(&mut slot, &line).is_err() {
-            // It died between renders (killed from outside): a new child takes the request.
-            Renderer::stop(slot.take());
-            self.send(&mut slot, &line).map_err(TemplateError::Renderer)?;
-        }
+        self.send(&mut slot, line).map_err(TemplateError::Renderer)?;
         let renderer = slot.as_mut().expect("a request was sent to it");
         let reply = renderer.replies.recv_timeout(self.timeout);
         let reply = match reply {
@@ -158,19 +157,22 @@ impl TemplateSandbox {
         self.renderer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Writes `line` to the child, first starting one if none is running.
-    fn send(&self, slot: &mut Option<Renderer>, line: &[u8]) -> io::Result<()> {
+    /// Hands `line` to the child's writer, first starting a child if none is running or the
+    /// last one died between renders (killed from outside).
+    fn send(&self, slot: &mut Option<Renderer>, line: Vec<u8>) -> io::Result<()> {
         if let Some(renderer) = slot.as_mut() {
             if renderer.child.try_wait()?.is_some() {
                 Renderer::stop(slot.take());
             }
         }
-        if slot.is_none() {
-            *slot = Some(self.spawn()?);
-        }
-        let requests = &mut slot.as_mut().expect("started above").requests;
-        requests.write_all(line)?;
-        requests.flush()
+        let renderer = match slot {
+            Some(renderer) => renderer,
+            None => slot.insert(self.spawn()?),
+        };
+        // The writer ends only after a failed write, when the child is gone: its reply
+        // channel then disconnects too, and the render fails with how the child ended.
+        let _ = renderer.requests.send(line);
+        Ok(())
     }
 
     fn spawn(&self) -> io::Result<Renderer> {
@@ -183,23 +185,39 @@ impl TemplateSandbox {
             // seconds to print at the memory limit.
             .env("RUST_BACKTRACE", "0")
             .spawn()?;
-        let requests = child.stdin.take().expect("stdin is piped");
+        let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
+        let (requests, lines) = mpsc::channel();
         let (sender, replies) = mpsc::channel();
-        let reader = std::thread::Builder::new().name("chat-template-replies".into()).spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        if let Err(error) = reader {
+        let threads = std::thread::Builder::new()
+            .name("chat-template-requests".into())
+            .spawn(move || write_requests(stdin, lines))
+            .and_then(|_| {
+                std::thread::Builder::new().name("chat-template-replies".into()).spawn(move || {
+                    for line in BufReader::new(stdout).lines() {
+                        let Ok(line) = line else { break };
+                        if sender.send(line).is_err() {
+                            break;
+                        }
+                    }
+                })
+            });
+        if let Err(error) = threads {
             let _ = child.kill();
             let _ = child.wait();
             return Err(error);
         }
         Ok(Renderer { child, requests, replies })
+    }
+}
+
+/// Writes each request line to the child until the sandbox drops its sender or a write fails
+/// (the child is gone).
+fn write_requests(mut stdin: ChildStdin, lines: Receiver<Vec<u8>>) {
+    for line in lines {
+        if stdin.write_all(&line).and_then(|()| stdin.flush()).is_err() {
+            break;
+        }
     }
 }
 
