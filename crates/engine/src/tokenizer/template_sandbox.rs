@@ -16,10 +16,10 @@
 //! `main`. Library users and tests that do not render in-process, bounded by fuel and the output
 //! cap only.
 //!
-//! Platforms: the memory limit is `RLIMIT_AS` on Linux. macOS does not enforce `RLIMIT_AS` and
-//! Windows would need a Job object, so there the child has the deadline and no memory limit of
-//! its own: a runaway template ends the child when the system refuses its allocations, never
-//! the app.
+//! Platforms: the memory limit is `RLIMIT_AS` on Linux and a Job object's limit on committed
+//! memory on Windows. macOS does not enforce `RLIMIT_AS`, so there the child has the deadline
+//! and no memory limit of its own: a runaway template ends the child when the system refuses
+//! its allocations, never the app.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::panic::{self, AssertUnwindSafe};
@@ -363,7 +363,41 @@ fn limit_memory() {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+/// Puts the child in a Job object of its own whose limit on committed memory is
+/// [`TEMPLATE_RENDERER_MEMORY`] (jobs nest since Windows 8): past it an allocation fails and
+/// the child ends, as at Linux's `RLIMIT_AS`. Windows commits memory as it is used, so what
+/// the child committed at start, unlike Linux's mapped libraries, needs no allowance.
+#[cfg(windows)]
+fn limit_memory() {
+    use windows_sys::Win32::System::JobObjects::{
+        AssignProcessToJobObject, CreateJobObjectW, JobObjectExtendedLimitInformation,
+        SetInformationJobObject, JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JOB_OBJECT_LIMIT_PROCESS_MEMORY,
+    };
+    use windows_sys::Win32::System::Threading::GetCurrentProcess;
+    // SAFETY: the job handle is checked before use and left open for the process's life (the
+    // limit holds while the job exists); the information struct is plain data, zeroed, then
+    // passed with its own size.
+    unsafe {
+        let job = CreateJobObjectW(std::ptr::null(), std::ptr::null());
+        if job.is_null() {
+            return;
+        }
+        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = std::mem::zeroed();
+        limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_PROCESS_MEMORY;
+        limits.ProcessMemoryLimit = usize::try_from(TEMPLATE_RENDERER_MEMORY).unwrap_or(usize::MAX);
+        let set = SetInformationJobObject(
+            job,
+            JobObjectExtendedLimitInformation,
+            std::ptr::from_ref(&limits).cast(),
+            std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+        );
+        if set != 0 {
+            AssignProcessToJobObject(job, GetCurrentProcess());
+        }
+    }
+}
+
+#[cfg(not(any(target_os = "linux", windows)))]
 fn limit_memory() {}
 
 /// The process's mapped address space: the first field of `/proc/self/statm`, in pages.
