@@ -2,7 +2,8 @@
 //! that GGUF's logits bit for bit (same types, same bytes, same kernels), for every tiny
 //! architecture fixture and for SmolLM2 135M on one short prompt; one converted from a
 //! safetensors folder in F16, Q8_0 or the Q4_K_M mix gives the GGUF's logits within a
-//! quantization tolerance, and the Q4_K_M mix picks llama.cpp's types; a Hub repository
+//! quantization tolerance, and the Q4_K_M mix picks llama.cpp's types; converted to F16, each
+//! fixture matches transformers' own outputs within the fixture's tolerance; a Hub repository
 //! (a stand-in on 127.0.0.1) converts to the very bytes its folder converts to, resuming its
 //! downloads after an interrupted run.
 
@@ -24,6 +25,7 @@ use support::{
     compare::{argmax, max_abs_diff},
     gpu::default_engine,
     models::{fixture, fixtures_dir, model_path, SMOLLM2},
+    transformers::check_against_transformers,
 };
 
 fn fixtures() -> Vec<PathBuf> {
@@ -173,6 +175,20 @@ fn a_safetensors_folder_converts_to_the_ggufs_logits() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn a_safetensors_conversion_of_each_fixture_matches_transformers() {
+    use doppler_store::convert::{safetensors_to_rdrr, TargetQuant};
+    // The byte-level BPE fixtures: the converter reads no SentencePiece tokenizer yet.
+    for architecture in ["llama3", "qwen2", "qwen3"] {
+        let folder = tempfile::tempdir().unwrap();
+        write_hf_folder(&fixture(architecture), folder.path());
+        let out = tempfile::tempdir().unwrap();
+        let written = safetensors_to_rdrr(folder.path(), out.path(), TargetQuant::F16, 4 << 20, &mut |_| {})
+            .unwrap_or_else(|e| panic!("{architecture}: {e}"));
+        check_against_transformers(architecture, &written.manifest().path);
     }
 }
 

@@ -37,6 +37,32 @@ fn hf_name(ours: &str) -> String {
 const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
+/// The `rope_scaling` of transformers' config behind a GGUF that llama.cpp wrote with only the
+/// frequency divisors (`rope_freqs.weight`, as it does for Llama 3.1): the Llama 3.1 or 3.2
+/// parameters that give exactly those divisors. A fixture with other divisors is not written
+/// back wrong, it panics.
+fn llama3_scaling_of_rope_freqs(gguf: &GgufFile, key: &dyn Fn(&str) -> String) -> Option<serde_json::Value> {
+    use doppler_engine::{model::Llama3Scaling, quant::dequantize};
+    let info = gguf.tensor("rope_freqs.weight")?;
+    let divisors = dequantize(info.ggml_type, gguf.tensor_data(info)).unwrap();
+    let theta = gguf.metadata().get_f32(&key("rope.freq_base")).unwrap().unwrap();
+    let rope_dim = divisors.len() as u32 * 2;
+    let (low_freq_factor, high_freq_factor, original_context) = (1.0, 4.0, 8192);
+    let factor = [8.0, 32.0].into_iter().find(|&factor| {
+        let scaling = Llama3Scaling { factor, low_freq_factor, high_freq_factor, original_context };
+        let expected = scaling.divisors(theta, rope_dim).unwrap();
+        expected.iter().zip(&divisors).all(|(a, b)| (a - b).abs() <= 1e-4 * a.abs())
+    });
+    let factor = factor.expect("rope_freqs.weight is neither Llama 3.1's nor Llama 3.2's scaling");
+    Some(serde_json::json!({
+        "rope_type": "llama3",
+        "factor": factor,
+        "low_freq_factor": low_freq_factor,
+        "high_freq_factor": high_freq_factor,
+        "original_max_position_embeddings": original_context,
+    }))
+}
+
 /// Writes the model of `gguf` as a Hugging Face folder would hold it: F32 safetensors under
 /// Hugging Face names (Llama's Q/K rows back in transformers' order), config.json from the
 /// metadata, tokenizer.json and tokenizer_config.json from the tokenizer keys.
@@ -75,6 +101,8 @@ pub fn write_hf_folder(gguf_path: &Path, folder: &Path) {
             "high_freq_factor": meta.get_f32(&key("rope.scaling.high_freq_factor")).unwrap(),
             "original_max_position_embeddings": u32_of("rope.scaling.original_context_length"),
         });
+    } else if let Some(scaling) = llama3_scaling_of_rope_freqs(&gguf, &key) {
+        config["rope_scaling"] = scaling;
     }
     std::fs::write(folder.join("config.json"), config.to_string()).unwrap();
 
