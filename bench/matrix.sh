@@ -14,6 +14,12 @@ SHAPES=(
   "llama llama3.2-1b llama3" "llama llama3.2-3b llama3" "llama llama3.1-8b llama3" "llama mistral-7b mistral"
   "qwen2 qwen2.5-1.5b qwen2" "qwen2 qwen2.5-7b qwen2" "qwen3 qwen3-4b qwen3" "phi3 phi3.5-mini phi3"
 )
+# ONLY="phi3.5-mini qwen3-4b": just those shapes.
+if [ -n "${ONLY:-}" ]; then
+  kept=()
+  for shape in "${SHAPES[@]}"; do read -r _ size _ <<< "$shape"; [[ " $ONLY " == *" $size "* ]] && kept+=("$shape"); done
+  SHAPES=("${kept[@]}")
+fi
 RUNS=${RUNS:-3}
 # Tokens in the KV cache under each measurement (llama-bench's -d).
 DEPTHS=${DEPTHS:-0 4096}

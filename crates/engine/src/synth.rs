@@ -317,7 +317,7 @@ pub fn write_synthetic(
             writer.add_metadata(key("rope.scaling.attn_factor"), MetadataValue::F32(factor as f32))?;
         }
     }
-    copy_tokenizer(donor, shape.vocab, &mut writer)?;
+    copy_tokenizer(donor, shape.vocab, reserved_tokens(arch), &mut writer)?;
 
     let hidden = u64::from(shape.hidden);
     let q_dim = u64::from(shape.heads * shape.head_dim);
@@ -443,9 +443,24 @@ pub fn write_synthetic(
     Ok(std::fs::metadata(out).map(|m| m.len()).unwrap_or(0))
 }
 
+/// Tokens a vocabulary of `arch` must hold whatever its donor: llama.cpp looks Phi 3's up by
+/// text (to set their strip attributes) and refuses the vocabulary without them.
+fn reserved_tokens(arch: &str) -> &'static [&'static str] {
+    match arch {
+        "phi3" => &["<unk>", "<s>", "</s>", "<|endoftext|>"],
+        _ => &[],
+    }
+}
+
 /// Copies every `tokenizer.*` key of `donor`, padding the vocabulary with unused tokens up to
-/// `vocab` so the embedding of the shape and the tokenizer agree.
-fn copy_tokenizer(donor: &GgufFile, vocab: u32, writer: &mut GgufWriter) -> Result<(), SynthError> {
+/// `vocab` so the embedding of the shape and the tokenizer agree; the padding starts with the
+/// `reserved` tokens the donor lacks.
+fn copy_tokenizer(
+    donor: &GgufFile,
+    vocab: u32,
+    reserved: &[&str],
+    writer: &mut GgufWriter,
+) -> Result<(), SynthError> {
     let tokens =
         donor.metadata().get_str_array("tokenizer.ggml.tokens")?.ok_or(SynthError::DonorWithoutTokens)?;
     if tokens.len() > vocab as usize {
@@ -463,8 +478,11 @@ fn copy_tokenizer(donor: &GgufFile, vocab: u32, writer: &mut GgufWriter) -> Resu
                 // Short names: building a SentencePiece vocabulary hashes every split of every
                 // token, bounded by tokenizer::limits::MAX_SPLIT_WORK, which 262k long names
                 // would exceed.
-                for i in 0..padding {
-                    padded.push(&format!("<synth{i}>"));
+                let missing = reserved.iter().filter(|token| !tokens.contains(*token));
+                let names =
+                    missing.map(|token| token.to_string()).chain((0..).map(|i| format!("<synth{i}>")));
+                for name in names.take(padding) {
+                    padded.push(&name);
                 }
                 MetadataValue::from(padded)
             }
@@ -489,6 +507,25 @@ fn copy_tokenizer(donor: &GgufFile, vocab: u32, writer: &mut GgufWriter) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_phi3_vocabulary_holds_the_tokens_llama_cpp_looks_up() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf/phi3/model.gguf");
+        let donor = GgufFile::open(&fixture).unwrap();
+        let donor_tokens = donor.metadata().get_str_array("tokenizer.ggml.tokens").unwrap().unwrap().len();
+        let vocab = donor_tokens as u32 + 16;
+        let mut writer = GgufWriter::new();
+        copy_tokenizer(&donor, vocab, reserved_tokens("phi3"), &mut writer).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("vocab.gguf");
+        writer.write_file(&out).unwrap();
+        let written = GgufFile::open(&out).unwrap();
+        let tokens = written.metadata().get_str_array("tokenizer.ggml.tokens").unwrap().unwrap();
+        assert_eq!(tokens.len(), vocab as usize);
+        for token in reserved_tokens("phi3") {
+            assert_eq!(tokens.iter().filter(|t| **t == *token).count(), 1, "{token}");
+        }
+    }
 
     #[test]
     fn q4_k_m_mix_matches_llama_cpp_for_gemma_270m() {
