@@ -118,7 +118,9 @@ impl ModelCatalog {
             },
             None => {
                 let memory = adapter_memory();
-                // Unknown until the device opens: split-K scratch is estimated uncapped (high).
+                // Unknown until the device opens, and harmless uncapped: the split-K scratch it
+                // caps is at most 32 MiB (8 splits × 128 tokens × 8,192 floats), under any
+                // adapter's binding limit (128 MiB on lavapipe), so the estimate is the engine's.
                 DeviceFacts { kv_f16: memory.kv_f16, max_storage_binding: u64::MAX, budget: memory.budget }
             }
         }

@@ -59,6 +59,8 @@ fn a_models_context_is_saved_held_to_its_metadata_and_used_by_its_load() {
     catalog.load(&db, MODEL, Box::new(LoadResult(sender))).unwrap();
     let info = loaded.recv().unwrap().expect("the model loads");
     assert_eq!(info.context_len, 300);
+    // What the setting showed before the device was open is what the engine allocated.
+    assert_eq!(info.footprint, chosen.footprint);
 
     // `None` goes back to the default.
     let reset = catalog.set_context(&db, MODEL, None).unwrap();
