@@ -95,3 +95,24 @@ impl ArchitectureSpec for Gemma3 {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::gguf::GgufFile;
+
+    #[test]
+    fn only_27b_scales_queries_by_hidden_over_heads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/hf/gemma3/model.gguf");
+        let gguf = GgufFile::open(&path).unwrap();
+        let mut config = ModelConfig::from_gguf(&gguf).unwrap();
+        assert_ne!(config.n_heads * config.head_dim, config.hidden, "the fixture tells the two scales apart");
+        assert_eq!(config.attention_scale, 1.0 / (config.head_dim as f32).sqrt());
+
+        config.n_layers = LAYERS_OF_27B;
+        Gemma3.configure(&ConfigReader { gguf: &gguf, arch: "gemma3" }, &mut config).unwrap();
+        assert_eq!(config.attention_scale, 1.0 / (config.hidden as f32 / config.n_heads as f32).sqrt());
+    }
+}
