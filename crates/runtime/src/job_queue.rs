@@ -66,7 +66,7 @@ pub(super) enum Refused<K> {
     Full(Box<Job<K>>, QueueFull),
 }
 
-/// The worker's queue: waiting jobs, the generation running now, and cancellation of both.
+/// The worker's queue: waiting jobs, the job running now, and cancellation of both.
 pub(super) struct JobQueue<K> {
     state: Mutex<QueueState<K>>,
     wake: Condvar,
@@ -77,29 +77,37 @@ pub(super) struct JobQueue<K> {
 
 struct QueueState<K> {
     jobs: VecDeque<Job<K>>,
-    /// A job is running (a load, an unload or a generation).
-    busy: bool,
-    running: Option<RunningGeneration<K>>,
-    /// The model being loaded now, and what stops its load.
-    running_load: Option<(String, CancelToken)>,
+    running: Option<Running<K>>,
     closed: bool,
 }
 
-struct RunningGeneration<K> {
-    generation: QueuedGeneration<K>,
-    owner: String,
-    cancel: CancelToken,
+/// The job the worker runs now, with what stops it.
+enum Running<K> {
+    Generation {
+        generation: QueuedGeneration<K>,
+        owner: String,
+        cancel: CancelToken,
+    },
+    Load {
+        model_id: String,
+        cancel: CancelToken,
+    },
+    /// An unload (or a test's fault), which nothing stops.
+    Other,
+}
+
+impl<K> Running<K> {
+    fn cancel(&self) {
+        match self {
+            Running::Generation { cancel, .. } | Running::Load { cancel, .. } => cancel.cancel(),
+            Running::Other => {}
+        }
+    }
 }
 
 impl<K: Clone> JobQueue<K> {
     pub fn new(capacity: usize) -> JobQueue<K> {
-        let state = QueueState {
-            jobs: VecDeque::new(),
-            busy: false,
-            running: None,
-            running_load: None,
-            closed: false,
-        };
+        let state = QueueState { jobs: VecDeque::new(), running: None, closed: false };
         JobQueue { state: Mutex::new(state), wake: Condvar::new(), capacity }
     }
 
@@ -113,7 +121,7 @@ impl<K: Clone> JobQueue<K> {
             return Err(Refused::Full(Box::new(job), QueueFull { capacity: self.capacity }));
         }
         state.jobs.push_back(job);
-        let ahead = state.jobs.len() - 1 + usize::from(state.busy);
+        let ahead = state.jobs.len() - 1 + usize::from(state.running.is_some());
         if let Some(Job::Generate(job)) = state.jobs.back_mut() {
             if ahead > 0 {
                 job.observer.queued(ahead);
@@ -132,20 +140,17 @@ impl<K: Clone> JobQueue<K> {
                 return None;
             }
             if let Some(job) = state.jobs.pop_front() {
-                state.busy = true;
-                match &job {
-                    Job::Generate(generation) => {
-                        state.running = Some(RunningGeneration {
-                            generation: queued(generation),
-                            owner: generation.request.owner.clone(),
-                            cancel: generation.cancel.clone(),
-                        })
-                    }
+                state.running = Some(match &job {
+                    Job::Generate(generation) => Running::Generation {
+                        generation: queued(generation),
+                        owner: generation.request.owner.clone(),
+                        cancel: generation.cancel.clone(),
+                    },
                     Job::Load { request, cancel, .. } => {
-                        state.running_load = Some((request.model_id.clone(), cancel.clone()))
+                        Running::Load { model_id: request.model_id.clone(), cancel: cancel.clone() }
                     }
-                    _ => {}
-                }
+                    _ => Running::Other,
+                });
                 announce_positions(&mut state);
                 return Some(job);
             }
@@ -156,9 +161,7 @@ impl<K: Clone> JobQueue<K> {
     /// The running job is done.
     pub fn finish_running(&self) {
         let mut state = self.lock();
-        state.busy = false;
         state.running = None;
-        state.running_load = None;
     }
 
     /// Stops the generation `id`: a running one ends after its current step and keeps what
@@ -174,9 +177,9 @@ impl<K: Clone> JobQueue<K> {
 
     fn cancel_where(&self, matches: impl Fn(&QueuedGeneration<K>, &str) -> bool) -> Vec<GenerationJob<K>> {
         let mut state = self.lock();
-        if let Some(running) = &state.running {
-            if matches(&running.generation, &running.owner) {
-                running.cancel.cancel();
+        if let Some(Running::Generation { generation, owner, cancel }) = &state.running {
+            if matches(generation, owner) {
+                cancel.cancel();
             }
         }
         let mut removed = Vec::new();
@@ -200,7 +203,7 @@ impl<K: Clone> JobQueue<K> {
     /// of it leave the queue and are returned to be told so.
     pub fn cancel_load(&self, model_id: &str) -> Vec<Job<K>> {
         let mut state = self.lock();
-        if let Some((loading, cancel)) = &state.running_load {
+        if let Some(Running::Load { model_id: loading, cancel }) = &state.running {
             if loading == model_id {
                 cancel.cancel();
             }
@@ -221,10 +224,7 @@ impl<K: Clone> JobQueue<K> {
         let mut state = self.lock();
         state.closed = true;
         if let Some(running) = &state.running {
-            running.cancel.cancel();
-        }
-        if let Some((_, cancel)) = &state.running_load {
-            cancel.cancel();
+            running.cancel();
         }
         let waiting = state.jobs.drain(..).collect();
         drop(state);
@@ -242,7 +242,11 @@ impl<K: Clone> JobQueue<K> {
                 _ => None,
             })
             .collect();
-        QueueView { running: state.running.as_ref().map(|running| running.generation.clone()), waiting }
+        let running = match &state.running {
+            Some(Running::Generation { generation, .. }) => Some(generation.clone()),
+            _ => None,
+        };
+        QueueView { running, waiting }
     }
 
     fn lock(&self) -> MutexGuard<'_, QueueState<K>> {
@@ -260,7 +264,7 @@ fn waiting_generations<K>(jobs: &VecDeque<Job<K>>) -> usize {
 
 /// Tells each waiting generation how many jobs run before it.
 fn announce_positions<K>(state: &mut QueueState<K>) {
-    let busy = usize::from(state.busy);
+    let busy = usize::from(state.running.is_some());
     for (index, job) in state.jobs.iter_mut().enumerate() {
         if let Job::Generate(generation) = job {
             generation.observer.queued(index + busy);
