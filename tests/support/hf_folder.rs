@@ -44,7 +44,7 @@ const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}
 fn llama3_scaling_of_rope_freqs(gguf: &GgufFile, key: &dyn Fn(&str) -> String) -> Option<serde_json::Value> {
     use doppler_engine::{model::Llama3Scaling, quant::dequantize};
     let info = gguf.tensor("rope_freqs.weight")?;
-    let divisors = dequantize(info.ggml_type, gguf.tensor_data(info)).unwrap();
+    let divisors = dequantize(info.ggml_type, &gguf.tensor_data(info)).unwrap();
     let theta = gguf.metadata().get_f32(&key("rope.freq_base")).unwrap().unwrap();
     let rope_dim = divisors.len() as u32 * 2;
     let (low_freq_factor, high_freq_factor, original_context) = (1.0, 4.0, 8192);
@@ -108,7 +108,7 @@ pub fn write_hf_folder(gguf_path: &Path, folder: &Path) {
 
     let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
     for info in gguf.tensors().iter().filter(|info| info.name != "rope_freqs.weight") {
-        let mut values = dequantize(info.ggml_type, gguf.tensor_data(info)).unwrap();
+        let mut values = dequantize(info.ggml_type, &gguf.tensor_data(info)).unwrap();
         let heads = match info.name.as_str() {
             name if arch == "llama" && name.ends_with("attn_q.weight") => Some(n_heads as usize),
             name if arch == "llama" && name.ends_with("attn_k.weight") => Some(n_kv_heads as usize),

@@ -1,3 +1,4 @@
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
@@ -8,6 +9,7 @@ use super::cursor::Cursor;
 use super::error::{GgufError, Malformation, Section};
 use super::ggml_type::GgmlType;
 use super::metadata::{Metadata, MetadataArray, MetadataValue, StringArray, ValueType};
+use super::tensor_bytes::TensorBytes;
 
 pub(crate) const GGUF_MAGIC: &[u8; 4] = b"GGUF";
 pub(crate) const DEFAULT_ALIGNMENT: u64 = 32;
@@ -32,7 +34,7 @@ pub struct TensorInfo {
     /// GGUF order: `dims[0]` is the contiguous row length.
     pub dims: Vec<u64>,
     pub ggml_type: GgmlType,
-    /// Absolute byte offset of the data in the file (in its shard, for an RDRR model).
+    /// Absolute byte offset of the data in the file (in its first shard, for an RDRR model).
     pub offset: u64,
     pub n_bytes: u64,
 }
@@ -61,12 +63,20 @@ impl TensorInfo {
 enum Storage {
     Mapped(Mmap),
     Owned(Vec<u8>),
-    /// Tensor data in several files (an RDRR model's shards); `tensor_shard[i]` is the shard
-    /// of tensor `i`, whose offset is within that shard.
+    /// Tensor data in several files (an RDRR model's shards); `tensor_pieces[i]` are the
+    /// ranges of tensor `i`, in order: one, or one a shard for a tensor spanning shards.
     Shards {
         maps: Vec<Mmap>,
-        tensor_shard: Vec<usize>,
+        tensor_pieces: Vec<Vec<ShardRange>>,
     },
+}
+
+/// A range of bytes in one shard of an RDRR model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ShardRange {
+    pub shard: usize,
+    pub start: u64,
+    pub len: u64,
 }
 
 /// A parsed GGUF file (versions 2 and 3, little-endian), or another container presented as
@@ -112,23 +122,24 @@ impl GgufFile {
     }
 
     /// Metadata and tensors that another container (RDRR) has read and checked, with each
-    /// tensor's data in `maps[tensor_shard[i]]` at its `offset`. The caller has checked every
-    /// tensor's range lies within its shard and that names are unique.
+    /// tensor's data in the shard ranges `tensor_pieces[i]`. The caller has checked every
+    /// range lies within its shard, the ranges of a tensor add up to its size and names are
+    /// unique.
     pub(crate) fn from_shards(
         source: String,
         metadata: Metadata,
         tensors: Vec<TensorInfo>,
-        tensor_shard: Vec<usize>,
+        tensor_pieces: Vec<Vec<ShardRange>>,
         maps: Vec<Mmap>,
     ) -> GgufFile {
-        debug_assert_eq!(tensors.len(), tensor_shard.len());
-        debug_assert!(tensors
-            .iter()
-            .zip(&tensor_shard)
-            .all(|(t, &shard)| t.offset + t.n_bytes <= maps[shard].len() as u64));
+        debug_assert_eq!(tensors.len(), tensor_pieces.len());
+        debug_assert!(tensors.iter().zip(&tensor_pieces).all(|(tensor, pieces)| {
+            pieces.iter().map(|piece| piece.len).sum::<u64>() == tensor.n_bytes
+                && pieces.iter().all(|piece| piece.start + piece.len <= maps[piece.shard].len() as u64)
+        }));
         let alignment = alignment_of(&metadata).unwrap_or(DEFAULT_ALIGNMENT);
         GgufFile {
-            storage: Storage::Shards { maps, tensor_shard },
+            storage: Storage::Shards { maps, tensor_pieces },
             source,
             version: 3,
             alignment,
@@ -200,18 +211,29 @@ impl GgufFile {
         }
     }
 
-    /// The tensor's bytes. `info` must come from this file (its bounds were checked at open).
-    pub fn tensor_data(&self, info: &TensorInfo) -> &[u8] {
-        let bytes: &[u8] = match &self.storage {
-            Storage::Mapped(map) => map,
-            Storage::Owned(bytes) => bytes,
-            Storage::Shards { maps, tensor_shard } => {
-                let index = self.tensor_index[&info.name];
-                &maps[tensor_shard[index]]
-            }
+    /// The tensor's bytes where they lie, never copied: one piece, or for an RDRR tensor
+    /// that spans shards one a shard, each holding whole rows. `info` must come from this
+    /// file (its bounds were checked at open).
+    pub fn tensor_bytes(&self, info: &TensorInfo) -> TensorBytes<'_> {
+        fn within(bytes: &[u8], start: u64, len: u64) -> &[u8] {
+            &bytes[start as usize..(start + len) as usize]
+        }
+        let pieces = match &self.storage {
+            Storage::Mapped(map) => vec![within(map, info.offset, info.n_bytes)],
+            Storage::Owned(bytes) => vec![within(bytes, info.offset, info.n_bytes)],
+            Storage::Shards { maps, tensor_pieces } => tensor_pieces[self.tensor_index[&info.name]]
+                .iter()
+                .map(|piece| within(&maps[piece.shard], piece.start, piece.len))
+                .collect(),
         };
-        let start = info.offset as usize;
-        &bytes[start..start + info.n_bytes as usize]
+        TensorBytes::new(pieces)
+    }
+
+    /// The tensor's bytes in one slice: borrowed from the file, except for an RDRR tensor
+    /// spanning shards, which is gathered into a copy (the weight upload reads
+    /// [`Self::tensor_bytes`] instead, piece by piece).
+    pub fn tensor_data(&self, info: &TensorInfo) -> Cow<'_, [u8]> {
+        self.tensor_bytes(info).contiguous()
     }
 
     /// `general.architecture`.

@@ -10,6 +10,7 @@ mod file;
 mod file_type;
 mod ggml_type;
 mod metadata;
+mod tensor_bytes;
 mod writer;
 
 #[cfg(test)]
@@ -24,8 +25,9 @@ mod robustness_tests;
 pub(crate) mod test_models;
 
 pub use error::{GgufError, Malformation, Section};
-pub(crate) use file::{tensor_byte_size, MAX_ARRAY_DEPTH, MAX_DIMS};
+pub(crate) use file::{tensor_byte_size, ShardRange, MAX_ARRAY_DEPTH, MAX_DIMS};
 pub use file::{GgufFile, TensorInfo, MAX_ARRAY_LEN, MAX_METADATA_ENTRIES, MAX_TENSORS};
 pub use ggml_type::GgmlType;
 pub use metadata::{Metadata, MetadataArray, MetadataValue, StringArray};
+pub use tensor_bytes::TensorBytes;
 pub use writer::{GgufWriteError, GgufWriter};

@@ -404,7 +404,7 @@ fn alignment_is_validated_and_honoured() {
     assert_eq!(file.alignment(), 64);
     assert_eq!(file.data_offset() % 64, 0);
     assert_eq!(file.tensor("b").unwrap().offset, file.data_offset() + 64);
-    assert_eq!(file.tensor_data(file.tensor("b").unwrap()), &[9, 9]);
+    assert_eq!(file.tensor_data(file.tensor("b").unwrap()), &[9u8, 9][..]);
 
     let at = value_at(&bytes, "general.alignment");
     for bad in [0u32, 48] {

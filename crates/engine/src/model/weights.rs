@@ -3,8 +3,8 @@ use std::borrow::Cow;
 use super::{arch::Storage, ModelConfig, ModelError};
 use crate::{
     generate::CancelToken,
-    gguf::{GgmlType, GgufFile},
-    gpu::{Element, GpuContext, GpuMatrix, GpuTensor, StackedMatrix},
+    gguf::{GgmlType, GgufFile, TensorBytes},
+    gpu::{Element, GpuContext, GpuMatrix, GpuTensor, MatrixChunk, StackedMatrix, WeightUploadError},
     quant::{widen_to_q8_0, widens_to_q8_0},
 };
 
@@ -145,7 +145,7 @@ struct Part<'g> {
     ggml_type: GgmlType,
     row_len: u64,
     rows: u64,
-    data: &'g [u8],
+    data: TensorBytes<'g>,
 }
 
 /// The type a stack of `a` and `b` matrices takes, if they can share one.
@@ -171,9 +171,9 @@ struct Uploader<'a> {
 impl<'a> Uploader<'a> {
     fn matrix(&mut self, name: &str) -> Result<GpuMatrix, ModelError> {
         let info = self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string()))?;
-        let data = self.gguf.tensor_data(info);
+        let data = self.gguf.tensor_bytes(info);
         let matrix = self.ctx.checked(&format!("uploading {name}"), || {
-            GpuMatrix::upload(self.ctx, name, info.ggml_type, info.row_len(), info.rows(), data)
+            upload_matrix(self.ctx, name, info.ggml_type, info.row_len(), info.rows(), &data, u64::MAX)
         })??;
         self.advance(info.n_bytes)?;
         Ok(matrix)
@@ -191,7 +191,7 @@ impl<'a> Uploader<'a> {
                     ggml_type: info.ggml_type,
                     row_len: info.row_len(),
                     rows: info.rows(),
-                    data: self.gguf.tensor_data(info),
+                    data: self.gguf.tensor_bytes(info),
                 })
             })
             .collect()
@@ -201,13 +201,13 @@ impl<'a> Uploader<'a> {
     /// quantized matrix are whole blocks, so each piece is a byte range.
     fn split(&self, name: &str, pieces: &[(String, u64)]) -> Result<Vec<Part<'a>>, ModelError> {
         let info = self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string()))?;
-        let data = self.gguf.tensor_data(info);
-        let row_bytes = info.row_bytes() as usize;
-        let mut first = 0usize;
+        let data = self.gguf.tensor_bytes(info);
+        let row_bytes = info.row_bytes();
+        let mut first = 0u64;
         let mut parts = Vec::with_capacity(pieces.len());
         for (piece, rows) in pieces {
-            let end = first + *rows as usize * row_bytes;
-            let bytes = data.get(first..end).ok_or_else(|| {
+            let end = rows.checked_mul(row_bytes).and_then(|bytes| bytes.checked_add(first));
+            let bytes = end.and_then(|end| data.slice(first..end)).ok_or_else(|| {
                 ModelError::InvalidConfig(format!("tensor '{name}' is too short for its parts"))
             })?;
             parts.push(Part {
@@ -217,7 +217,7 @@ impl<'a> Uploader<'a> {
                 rows: *rows,
                 data: bytes,
             });
-            first = end;
+            first += rows * row_bytes;
         }
         Ok(parts)
     }
@@ -249,13 +249,14 @@ impl<'a> Uploader<'a> {
             let group = &parts[first..end];
             let stack = if group.len() == 1 {
                 let matrix = self.ctx.checked(&format!("uploading {}", head.name), || {
-                    GpuMatrix::upload(
+                    upload_matrix(
                         self.ctx,
                         &head.name,
                         head.ggml_type,
                         head.row_len,
                         head.rows,
-                        head.data,
+                        &head.data,
+                        u64::MAX,
                     )
                 })??;
                 let rows = matrix.rows;
@@ -266,9 +267,9 @@ impl<'a> Uploader<'a> {
                     .iter()
                     .map(|part| {
                         if part.ggml_type == ty {
-                            Ok(Cow::Borrowed(part.data))
+                            Ok(part.data.contiguous())
                         } else {
-                            widen_to_q8_0(part.ggml_type, part.data)
+                            widen_to_q8_0(part.ggml_type, &part.data.contiguous())
                                 .map(Cow::Owned)
                                 .map_err(|source| ModelError::Widen { name: part.name.clone(), source })
                         }
@@ -283,7 +284,7 @@ impl<'a> Uploader<'a> {
                     StackedMatrix::upload(self.ctx, &stack_name, ty, head.row_len, &stacked)
                 })??
             };
-            self.advance(group.iter().map(|part| part.data.len() as u64).sum())?;
+            self.advance(group.iter().map(|part| part.data.len()).sum())?;
             stacks.push(stack);
             first = end;
         }
@@ -295,7 +296,7 @@ impl<'a> Uploader<'a> {
         let info = self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string()))?;
         let width = info.n_elements() as u32;
         let buffer = self.ctx.checked(&format!("uploading {name}"), || {
-            GpuTensor::from_bytes(self.ctx, name, width, Element::F32, self.gguf.tensor_data(info))
+            GpuTensor::from_bytes(self.ctx, name, width, Element::F32, &self.gguf.tensor_data(info))
         })?;
         self.advance(info.n_bytes)?;
         Ok(buffer)
@@ -311,6 +312,60 @@ impl<'a> Uploader<'a> {
         (self.progress)(self.done as f32 / self.total as f32);
         Ok(())
     }
+}
+
+/// Uploads a matrix of `rows` rows of `row_len` values from its bytes where they lie, in
+/// chunks of at most `max_chunk_bytes` (and the device's binding limit). A tensor spanning
+/// RDRR shards comes in pieces of whole rows: each goes up as rows of its own, split into
+/// chunks as any matrix, and their chunks make one matrix, so no piece is copied on the host.
+fn upload_matrix(
+    ctx: &GpuContext,
+    name: &str,
+    ggml_type: GgmlType,
+    row_len: u64,
+    rows: u64,
+    data: &TensorBytes,
+    max_chunk_bytes: u64,
+) -> Result<GpuMatrix, WeightUploadError> {
+    let upload = |rows: u64, bytes: &[u8]| {
+        GpuMatrix::upload_with_chunk_limit(ctx, name, ggml_type, row_len, rows, bytes, max_chunk_bytes)
+    };
+    let [first, rest @ ..] = data.pieces() else { return upload(rows, &[]) };
+    if rest.is_empty() {
+        return upload(rows, first);
+    }
+    // Each piece's upload checks its own rows; the whole must fit the kernels' indexing too.
+    if row_len.saturating_mul(rows) > u64::from(u32::MAX) {
+        return Err(WeightUploadError::TooManyElements {
+            name: name.into(),
+            rows,
+            row_len,
+            ty: ggml_type.name(),
+        });
+    }
+    let row_bytes = data.len() / rows.max(1);
+    let mut matrix = upload(first.len() as u64 / row_bytes.max(1), first)?;
+    for piece in rest {
+        let next = upload(piece.len() as u64 / row_bytes.max(1), piece)?;
+        let first_row = matrix.rows;
+        matrix.chunks.extend(
+            next.chunks
+                .into_iter()
+                .map(|chunk| MatrixChunk { first_row: first_row + chunk.first_row, ..chunk }),
+        );
+        matrix.rows += next.rows;
+    }
+    if u64::from(matrix.rows) != rows {
+        return Err(WeightUploadError::SizeMismatch {
+            name: name.into(),
+            actual: data.len(),
+            expected: rows * matrix.row_bytes,
+            rows,
+            row_len,
+            ty: ggml_type.name(),
+        });
+    }
+    Ok(matrix)
 }
 
 #[cfg(test)]

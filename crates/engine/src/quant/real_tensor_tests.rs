@@ -143,7 +143,7 @@ fn check_model(model: &str) {
     for expected in EXPECTED.iter().filter(|e| e.model == model) {
         let info = file.tensor(expected.tensor).unwrap();
         assert_eq!(info.ggml_type, expected.ggml_type, "{}", expected.tensor);
-        let values = dequantize(info.ggml_type, file.tensor_data(info)).unwrap();
+        let values = dequantize(info.ggml_type, &file.tensor_data(info)).unwrap();
         assert_eq!(values.len() as u64, info.n_elements());
         for &(index, value) in expected.samples {
             assert_eq!(values[index], value, "{} value {index}", expected.tensor);

@@ -44,6 +44,8 @@ pub enum RdrrProblem {
     DuplicateShard { file: String },
     #[error("shard {file:?} claims {size} bytes, over the shard limit of {limit}")]
     ShardTooLarge { file: String, size: u64, limit: u64 },
+    #[error("shard {file:?} is empty")]
+    EmptyShard { file: String },
     #[error("shard {file:?}: sha256 {value:?} is not 64 lowercase hex digits")]
     BadChecksum { file: String, value: String },
     #[error("metadata key '{key}' does not belong in the {section} section")]
@@ -68,8 +70,12 @@ pub enum RdrrProblem {
     NoSuchShard { tensor: String, shard: usize, shards: usize },
     #[error("tensor '{tensor}': offset {offset} is not a multiple of the alignment {alignment}")]
     Misaligned { tensor: String, offset: u64, alignment: u64 },
-    #[error("tensor '{tensor}': {bytes} bytes at offset {offset} run past the end of shard {shard:?} ({shard_size} bytes)")]
-    PastShardEnd { tensor: String, shard: String, offset: u64, bytes: u64, shard_size: u64 },
+    #[error("tensor '{tensor}': offset {offset} is past the end of shard {shard:?} ({shard_size} bytes)")]
+    PastShardEnd { tensor: String, shard: String, offset: u64, shard_size: u64 },
+    #[error("tensor '{tensor}': its {bytes} bytes from offset {offset} of shard {shard:?} run {missing} bytes past the end of the last shard")]
+    PastLastShard { tensor: String, shard: String, offset: u64, bytes: u64, missing: u64 },
+    #[error("tensor '{tensor}' continues past the end of shard {shard:?} after {piece} of its bytes, which is not a whole number of its {row_bytes}-byte rows")]
+    SplitMidRow { tensor: String, shard: String, piece: u64, row_bytes: u64 },
     #[error("tensors '{first}' and '{second}' overlap in shard {shard:?}")]
     Overlap { first: String, second: String, shard: String },
 }
@@ -95,8 +101,8 @@ pub enum RdrrWriteError {
         #[source]
         source: Malformation,
     },
-    #[error("tensor '{tensor}' takes {bytes} bytes, more than one shard may hold ({limit})")]
-    TensorTooLarge { tensor: String, bytes: u64, limit: u64 },
+    #[error("tensor '{tensor}': one row takes {row_bytes} bytes, more than one shard may hold ({limit})")]
+    RowTooLarge { tensor: String, row_bytes: u64, limit: u64 },
     #[error("tensor '{tensor}': {written} bytes were written, its type and shape take {expected}")]
     WrongLength { tensor: String, expected: u64, written: u64 },
 }

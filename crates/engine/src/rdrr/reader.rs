@@ -17,7 +17,7 @@ use super::{
     FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, MAX_MANIFEST_BYTES, MAX_SHARDS, MAX_SHARD_BYTES,
 };
 use crate::{
-    gguf::{tensor_byte_size, GgmlType, GgufFile, TensorInfo, MAX_DIMS, MAX_TENSORS},
+    gguf::{tensor_byte_size, GgmlType, GgufFile, ShardRange, TensorInfo, MAX_DIMS, MAX_TENSORS},
     store::{hash_into, is_plain_file_name, to_hex},
 };
 
@@ -42,7 +42,7 @@ pub fn open_rdrr(path: &Path, check: ShardCheck) -> Result<GgufFile, RdrrError> 
     let invalid = |problem| RdrrError::Invalid { path: manifest_path.clone(), problem };
     check_shard_list(&manifest).map_err(invalid)?;
     let metadata = manifest.to_metadata().map_err(invalid)?;
-    let (tensors, tensor_shard) = check_tensors(&manifest).map_err(invalid)?;
+    let (tensors, tensor_pieces) = check_tensors(&manifest).map_err(invalid)?;
     let dir = manifest_path.parent().unwrap_or(Path::new("."));
     let maps = manifest
         .shards
@@ -55,7 +55,7 @@ pub fn open_rdrr(path: &Path, check: ShardCheck) -> Result<GgufFile, RdrrError> 
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(GgufFile::from_shards(manifest_path.display().to_string(), metadata, tensors, tensor_shard, maps))
+    Ok(GgufFile::from_shards(manifest_path.display().to_string(), metadata, tensors, tensor_pieces, maps))
 }
 
 fn read_manifest(path: &Path) -> Result<RdrrManifest, RdrrError> {
@@ -112,6 +112,9 @@ fn check_shard_list(manifest: &RdrrManifest) -> Result<(), RdrrProblem> {
         if !files.insert(shard.file.as_str()) {
             return Err(RdrrProblem::DuplicateShard { file: shard.file.clone() });
         }
+        if shard.size == 0 {
+            return Err(RdrrProblem::EmptyShard { file: shard.file.clone() });
+        }
         if shard.size > MAX_SHARD_BYTES {
             return Err(RdrrProblem::ShardTooLarge {
                 file: shard.file.clone(),
@@ -128,17 +131,18 @@ fn check_shard_list(manifest: &RdrrManifest) -> Result<(), RdrrProblem> {
     Ok(())
 }
 
-/// The tensor table as the engine sees it (ggml-order dims, offsets within their shard),
-/// every entry checked: its type known, its byte length its type and shape's, its range
-/// aligned, inside its shard and overlapping no other.
-fn check_tensors(manifest: &RdrrManifest) -> Result<(Vec<TensorInfo>, Vec<usize>), RdrrProblem> {
+/// The tensor table as the engine sees it (ggml-order dims, offsets within their first
+/// shard) and each tensor's ranges in the shards, every entry checked: its type known, its
+/// byte length its type and shape's, its start aligned and inside its shard, its bytes
+/// inside the shards and overlapping no other tensor's.
+fn check_tensors(manifest: &RdrrManifest) -> Result<(Vec<TensorInfo>, Vec<Vec<ShardRange>>), RdrrProblem> {
     let count = manifest.tensors.len() as u64;
     if count > MAX_TENSORS {
         return Err(RdrrProblem::TooMany { what: "tensors", count, limit: MAX_TENSORS });
     }
     let mut names = HashSet::new();
     let mut infos = Vec::with_capacity(manifest.tensors.len());
-    let mut shard_of = Vec::with_capacity(manifest.tensors.len());
+    let mut tensor_pieces = Vec::with_capacity(manifest.tensors.len());
     for entry in &manifest.tensors {
         let tensor = || entry.name.clone();
         if !names.insert(entry.name.as_str()) {
@@ -164,11 +168,6 @@ fn check_tensors(manifest: &RdrrManifest) -> Result<(Vec<TensorInfo>, Vec<usize>
                 stated: entry.bytes,
             });
         }
-        let shard = manifest.shards.get(entry.shard).ok_or_else(|| RdrrProblem::NoSuchShard {
-            tensor: tensor(),
-            shard: entry.shard,
-            shards: manifest.shards.len(),
-        })?;
         if !entry.offset.is_multiple_of(manifest.alignment) {
             return Err(RdrrProblem::Misaligned {
                 tensor: tensor(),
@@ -176,46 +175,96 @@ fn check_tensors(manifest: &RdrrManifest) -> Result<(Vec<TensorInfo>, Vec<usize>
                 alignment: manifest.alignment,
             });
         }
-        if entry.offset.checked_add(entry.bytes).is_none_or(|end| end > shard.size) {
-            return Err(RdrrProblem::PastShardEnd {
-                tensor: tensor(),
-                shard: shard.file.clone(),
-                offset: entry.offset,
-                bytes: entry.bytes,
-                shard_size: shard.size,
-            });
-        }
-        infos.push(TensorInfo {
+        let info = TensorInfo {
             name: entry.name.clone(),
             dims,
             ggml_type: ty,
             offset: entry.offset,
             n_bytes: entry.bytes,
-        });
-        shard_of.push(entry.shard);
+        };
+        tensor_pieces.push(shard_ranges(manifest, &info, entry.shard)?);
+        infos.push(info);
     }
-    check_no_overlap(manifest, &infos, &shard_of)?;
-    Ok((infos, shard_of))
+    check_no_overlap(manifest, &infos, &tensor_pieces)?;
+    Ok((infos, tensor_pieces))
+}
+
+/// Where `tensor`'s bytes are: from its offset in shard `first` to that shard's end, and on
+/// from the start of each following shard until its bytes are all found. A tensor goes on
+/// into the next shard only after whole rows, so each range can be uploaded as rows of its own.
+fn shard_ranges(
+    manifest: &RdrrManifest,
+    tensor: &TensorInfo,
+    first: usize,
+) -> Result<Vec<ShardRange>, RdrrProblem> {
+    let shard_file = |index: usize| manifest.shards[index].file.clone();
+    let first_shard = manifest.shards.get(first).ok_or_else(|| RdrrProblem::NoSuchShard {
+        tensor: tensor.name.clone(),
+        shard: first,
+        shards: manifest.shards.len(),
+    })?;
+    // The offset was checked against the alignment only; it may be anything.
+    if tensor.offset >= first_shard.size {
+        return Err(RdrrProblem::PastShardEnd {
+            tensor: tensor.name.clone(),
+            shard: first_shard.file.clone(),
+            offset: tensor.offset,
+            shard_size: first_shard.size,
+        });
+    }
+    let row_bytes = tensor.row_bytes();
+    let mut ranges = Vec::new();
+    let mut left = tensor.n_bytes;
+    let (mut shard, mut start) = (first, tensor.offset);
+    loop {
+        // Shards are never empty, so every range holds bytes and the walk ends.
+        let len = left.min(manifest.shards[shard].size - start);
+        ranges.push(ShardRange { shard, start, len });
+        left -= len;
+        if left == 0 {
+            return Ok(ranges);
+        }
+        if shard + 1 == manifest.shards.len() {
+            return Err(RdrrProblem::PastLastShard {
+                tensor: tensor.name.clone(),
+                shard: shard_file(first),
+                offset: tensor.offset,
+                bytes: tensor.n_bytes,
+                missing: left,
+            });
+        }
+        if !len.is_multiple_of(row_bytes) {
+            return Err(RdrrProblem::SplitMidRow {
+                tensor: tensor.name.clone(),
+                shard: shard_file(shard),
+                piece: len,
+                row_bytes,
+            });
+        }
+        (shard, start) = (shard + 1, 0);
+    }
 }
 
 /// Two tensors sharing bytes would alias each other's weights: a crafted manifest, never a writer's.
 fn check_no_overlap(
     manifest: &RdrrManifest,
     infos: &[TensorInfo],
-    shard_of: &[usize],
+    tensor_pieces: &[Vec<ShardRange>],
 ) -> Result<(), RdrrProblem> {
-    let mut order: Vec<usize> = (0..infos.len()).collect();
-    order.sort_unstable_by_key(|&i| (shard_of[i], infos[i].offset));
-    for pair in order.windows(2) {
-        let (first, second) = (pair[0], pair[1]);
+    let mut ranges: Vec<(&ShardRange, usize)> = tensor_pieces
+        .iter()
+        .enumerate()
+        .flat_map(|(tensor, ranges)| ranges.iter().map(move |range| (range, tensor)))
+        .collect();
+    ranges.sort_unstable_by_key(|(range, _)| (range.shard, range.start));
+    for pair in ranges.windows(2) {
+        let ((first, first_tensor), (second, second_tensor)) = (pair[0], pair[1]);
         // Both ends lie within the shard, so the sum does not overflow.
-        if shard_of[first] == shard_of[second]
-            && infos[first].offset + infos[first].n_bytes > infos[second].offset
-        {
+        if first.shard == second.shard && first.start + first.len > second.start {
             return Err(RdrrProblem::Overlap {
-                first: infos[first].name.clone(),
-                second: infos[second].name.clone(),
-                shard: manifest.shards[shard_of[first]].file.clone(),
+                first: infos[first_tensor].name.clone(),
+                second: infos[second_tensor].name.clone(),
+                shard: manifest.shards[first.shard].file.clone(),
             });
         }
     }
