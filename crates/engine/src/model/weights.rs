@@ -371,6 +371,69 @@ fn upload_matrix(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{
+        gpu::{GpuOptions, OpList},
+        kernels::matmul::record_matvec,
+    };
+
+    #[test]
+    fn a_matrix_in_pieces_goes_up_as_the_same_rows_in_chunks_of_each_piece() {
+        const ROW_LEN: u32 = 32;
+        const ROWS: u32 = 40;
+        let ctx = GpuContext::new(&GpuOptions::default()).expect("a wgpu adapter");
+        let weights: Vec<f32> = (0..ROWS * ROW_LEN).map(|i| ((i * 7 % 19) as f32 - 9.0) / 8.0).collect();
+        let bytes: &[u8] = bytemuck::cast_slice(&weights);
+        let row_bytes = u64::from(ROW_LEN) * 4;
+        let rows_bytes = |rows: u32| (u64::from(rows) * row_bytes) as usize;
+        // Pieces of 13, 20 and 7 rows, chunks of at most 8 rows.
+        let (first, rest) = bytes.split_at(rows_bytes(13));
+        let (second, third) = rest.split_at(rows_bytes(20));
+        let pieces = TensorBytes::new(vec![first, second, third]);
+        let upload = |data: &TensorBytes| {
+            upload_matrix(&ctx, "w", GgmlType::F32, ROW_LEN.into(), ROWS.into(), data, 8 * row_bytes + 4)
+                .unwrap()
+        };
+        let in_pieces = upload(&pieces);
+        let whole = upload(&TensorBytes::new(vec![bytes]));
+        let chunks = |w: &GpuMatrix| w.chunks.iter().map(|c| (c.first_row, c.rows)).collect::<Vec<_>>();
+        assert_eq!(chunks(&in_pieces), [(0, 8), (8, 5), (13, 8), (21, 8), (29, 4), (33, 7)]);
+        assert_eq!((in_pieces.rows, in_pieces.row_bytes), (whole.rows, whole.row_bytes));
+
+        let x: Vec<f32> = (0..ROW_LEN).map(|i| i as f32 / 16.0 - 1.0).collect();
+        let input = GpuTensor::from_f32(&ctx, "x", ROW_LEN, &x);
+        let products = [&in_pieces, &whole].map(|w| {
+            let output = GpuTensor::zeroed(&ctx, "y", 1, ROWS, Element::F32);
+            let mut ops = OpList::new();
+            record_matvec(&ctx, &mut ops, "matvec", w, &input, &output).unwrap();
+            let mut encoder = ctx.device.create_command_encoder(&Default::default());
+            ops.encode(&mut encoder, 1, None);
+            ctx.queue.submit([encoder.finish()]);
+            ctx.read_f32(output.buffer(), ROWS as usize).unwrap()
+        });
+        assert_eq!(products[0], products[1]);
+        let expected: Vec<f32> = weights
+            .chunks(ROW_LEN as usize)
+            .map(|row| row.iter().zip(&x).map(|(w, x)| w * x).sum())
+            .collect();
+        for (got, want) in products[0].iter().zip(&expected) {
+            assert!((got - want).abs() <= 1e-3, "{got} against {want}");
+        }
+
+        // A piece that is not whole rows is refused, naming the matrix.
+        let (ragged, tail) = bytes.split_at(rows_bytes(13) + 4);
+        let error = upload_matrix(
+            &ctx,
+            "w",
+            GgmlType::F32,
+            ROW_LEN.into(),
+            ROWS.into(),
+            &TensorBytes::new(vec![ragged, tail]),
+            u64::MAX,
+        )
+        .err()
+        .expect("refused");
+        assert!(matches!(error, WeightUploadError::SizeMismatch { .. }), "{error}");
+    }
 
     #[test]
     fn only_q8_0_takes_in_neighbours_of_other_types() {

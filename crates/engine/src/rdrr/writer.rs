@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     gguf::{tensor_byte_size, GgmlType, MetadataValue},
-    store::to_hex,
+    store::{to_hex, VerifiedFile},
 };
 
 /// A file the writer produced, with what the store records about it.
@@ -40,6 +40,19 @@ pub struct WrittenRdrr {
 impl WrittenRdrr {
     pub fn manifest(&self) -> &WrittenFile {
         &self.files[0]
+    }
+
+    /// The files as the store installs them: hashed as they were written.
+    pub fn verified_files(&self) -> Vec<VerifiedFile> {
+        self.files
+            .iter()
+            .map(|file| VerifiedFile {
+                path: file.path.clone(),
+                file_name: file.file_name.clone(),
+                sha256: file.sha256.clone(),
+                size: file.size,
+            })
+            .collect()
     }
 }
 

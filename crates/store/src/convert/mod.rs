@@ -15,10 +15,7 @@ use std::path::{Path, PathBuf};
 
 use doppler_engine::{
     rdrr::{WrittenRdrr, MAX_SHARD_BYTES},
-    store::{
-        check_model_name, model_name_from_file, InstallLock, InstalledModel, ModelStore, StoreError,
-        VerifiedFile,
-    },
+    store::{check_model_name, model_name_from_file, InstallLock, InstalledModel, ModelStore, StoreError},
 };
 
 use crate::{
@@ -183,20 +180,7 @@ fn write_and_install(
 ) -> Result<InstalledModel, ConvertError> {
     let work = WorkDir::new(&store.downloads_dir(), name)?;
     let written = write(work.path())?;
-    Ok(store.install_verified(name, &verified_files(&written), origin)?)
-}
-
-fn verified_files(written: &WrittenRdrr) -> Vec<VerifiedFile> {
-    written
-        .files
-        .iter()
-        .map(|file| VerifiedFile {
-            path: file.path.clone(),
-            file_name: file.file_name.clone(),
-            sha256: file.sha256.clone(),
-            size: file.size,
-        })
-        .collect()
+    Ok(store.install_verified(name, &written.verified_files(), origin)?)
 }
 
 /// `gemma-3-270m-q4_k_m.gguf` → `gemma-3-270m-q4_k_m-rdrr`; a folder `Qwen3-0.6B` →
