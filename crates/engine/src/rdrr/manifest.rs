@@ -48,9 +48,10 @@ pub struct TensorEntry {
     pub ty: String,
     /// Outermost first, as numpy and safetensors write it: the last is the contiguous row.
     pub shape: Vec<u64>,
-    /// Index into `shards`.
+    /// Index into `shards`: where the tensor starts. One larger than a shard goes on from
+    /// the start of the following shards.
     pub shard: usize,
-    /// Byte offset within the shard.
+    /// Byte offset within that shard.
     pub offset: u64,
     pub bytes: u64,
 }

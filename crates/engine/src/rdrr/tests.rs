@@ -49,7 +49,10 @@ fn a_round_trip_keeps_every_key_and_byte_across_shards() {
             let pieces = rdrr.tensor_bytes(read);
             // Only a tensor larger than a shard spans shards; each piece is whole rows.
             assert_eq!(pieces.pieces().len() > 1, info.n_bytes > shard_limit, "{}", info.name);
-            assert!(pieces.pieces().iter().all(|piece| piece.len() as u64 % info.row_bytes() == 0));
+            assert!(pieces
+                .pieces()
+                .iter()
+                .all(|piece| (piece.len() as u64).is_multiple_of(info.row_bytes())));
             spanning += usize::from(pieces.pieces().len() > 1);
         }
         assert_eq!(spanning > 0, shard_limit == SPANNING_SHARD);
@@ -87,8 +90,11 @@ fn write_f32_tensors(dir: &Path, shard_limit: u64, tensors: &[(&str, &[u64])], w
     rdrr
 }
 
-/// Each shard's size, and each tensor's first shard, offset and piece lengths, as written.
-fn layout(dir: &Path, rdrr: &GgufFile) -> (Vec<u64>, Vec<(usize, u64, Vec<usize>)>) {
+/// A tensor's first shard, its offset there and the lengths of its pieces.
+type Placement = (usize, u64, Vec<usize>);
+
+/// Each shard's size, and each tensor's placement, as written.
+fn layout(dir: &Path, rdrr: &GgufFile) -> (Vec<u64>, Vec<Placement>) {
     let manifest = manifest_json(dir);
     let sizes = manifest["shards"].as_array().unwrap().iter().map(|s| s["size"].as_u64().unwrap()).collect();
     let tensors = manifest["tensors"]
