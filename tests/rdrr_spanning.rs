@@ -1,4 +1,4 @@
-//! Tensors larger than a shard (Llama 3.1 8B's F16 token embedding is 1.05 GB, over the 1 GiB
+//! Tensors larger than a shard (Qwen2.5 7B's F16 token embedding is 1.09 GB, over the 1 GiB
 //! shard limit) span shards: a GGUF converted with shards smaller than most of its matrices
 //! installs into the store, verifies, and gives the GGUF's logits bit for bit.
 
