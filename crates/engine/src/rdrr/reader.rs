@@ -141,8 +141,12 @@ fn check_tensors(manifest: &RdrrManifest) -> Result<(Vec<TensorInfo>, Vec<Vec<Sh
         return Err(RdrrProblem::TooMany { what: "tensors", count, limit: MAX_TENSORS });
     }
     let mut names = HashSet::new();
-    let mut infos = Vec::with_capacity(manifest.tensors.len());
-    let mut tensor_pieces = Vec::with_capacity(manifest.tensors.len());
+    let mut infos: Vec<TensorInfo> = Vec::with_capacity(manifest.tensors.len());
+    let mut tensor_pieces: Vec<Vec<ShardRange>> = Vec::with_capacity(manifest.tensors.len());
+    // The tensor that goes on into each shard: two would overlap at its start. Checked as
+    // the table is read, so a crafted table of tensors each spanning every shard is refused
+    // before its ranges take memory by the billion.
+    let mut continued_into: Vec<Option<usize>> = vec![None; manifest.shards.len()];
     for entry in &manifest.tensors {
         let tensor = || entry.name.clone();
         if !names.insert(entry.name.as_str()) {
@@ -182,7 +186,17 @@ fn check_tensors(manifest: &RdrrManifest) -> Result<(Vec<TensorInfo>, Vec<Vec<Sh
             offset: entry.offset,
             n_bytes: entry.bytes,
         };
-        tensor_pieces.push(shard_ranges(manifest, &info, entry.shard)?);
+        let ranges = shard_ranges(manifest, &info, entry.shard)?;
+        for range in &ranges[1..] {
+            if let Some(earlier) = continued_into[range.shard].replace(infos.len()) {
+                return Err(RdrrProblem::Overlap {
+                    first: infos[earlier].name.clone(),
+                    second: info.name,
+                    shard: manifest.shards[range.shard].file.clone(),
+                });
+            }
+        }
+        tensor_pieces.push(ranges);
         infos.push(info);
     }
     check_no_overlap(manifest, &infos, &tensor_pieces)?;

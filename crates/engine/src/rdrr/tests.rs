@@ -278,6 +278,21 @@ fn a_manifest_lying_about_a_spanning_tensor_is_refused_naming_it() {
         m["tensors"][2]["offset"] = json!(3840);
     });
     assert!(matches!(&problem, RdrrProblem::Overlap { .. }), "{problem}");
+    // A second tensor on the same bytes: refused where it goes on into a shard the first
+    // went on into, before the rest of the table is read.
+    let problem = spanning_problem_after(|m| {
+        let mut copy = m["tensors"][1].clone();
+        copy["name"] = json!("copy");
+        m["tensors"].as_array_mut().unwrap().insert(2, copy);
+    });
+    assert_eq!(
+        problem,
+        RdrrProblem::Overlap {
+            first: "span".to_string(),
+            second: "copy".to_string(),
+            shard: "shard-00001.bin".to_string()
+        }
+    );
     // A starting offset past its shard, wherever the shards after it end.
     let problem = spanning_problem_after(|m| m["tensors"][1]["offset"] = json!(4096));
     assert!(matches!(problem, RdrrProblem::PastShardEnd { offset: 4096, .. }), "{problem}");
