@@ -353,7 +353,7 @@ fn upload_matrix(
                 .into_iter()
                 .map(|chunk| MatrixChunk { first_row: first_row + chunk.first_row, ..chunk }),
         );
-        matrix.rows += next.rows;
+        matrix.rows = matrix.rows.saturating_add(next.rows);
     }
     if u64::from(matrix.rows) != rows {
         return Err(WeightUploadError::SizeMismatch {
