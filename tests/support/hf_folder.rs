@@ -135,7 +135,7 @@ pub fn write_hf_folder(gguf_path: &Path, folder: &Path) {
         config["sliding_window"] = json!(u32_of("attention.sliding_window"));
         config["rope_local_base_freq"] = json!(meta.get_f32(&key("rope.freq_base_swa")).unwrap());
         config["layer_types"] = (1..=layers)
-            .map(|layer| if layer % 6 == 0 { "full_attention" } else { "sliding_attention" })
+            .map(|layer| if layer.is_multiple_of(6) { "full_attention" } else { "sliding_attention" })
             .collect();
     }
     if arch == "phi3" {

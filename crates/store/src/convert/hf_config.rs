@@ -245,7 +245,7 @@ fn check_gemma3(json: &Value, n_layers: u64, hidden: u64, n_heads: u64) -> Resul
     let invalid = |key: &'static str, reason: String| ConvertError::InvalidConfig { key, reason };
     if let Some(types) = json["layer_types"].as_array() {
         let engine_runs = |layer: usize| {
-            if (layer + 1) % GEMMA3_SLIDING_PATTERN == 0 {
+            if (layer + 1).is_multiple_of(GEMMA3_SLIDING_PATTERN) {
                 "full_attention"
             } else {
                 "sliding_attention"
