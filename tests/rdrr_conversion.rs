@@ -3,7 +3,9 @@
 //! architecture fixture and for SmolLM2 135M on one short prompt; one converted from a
 //! safetensors folder in F16, Q8_0 or the Q4_K_M mix gives the GGUF's logits within a
 //! quantization tolerance, and the Q4_K_M mix picks llama.cpp's types; converted to F16, each
-//! fixture matches transformers' own outputs within the fixture's tolerance; a Hub repository
+//! F16 fixture (Mistral, Qwen 3, Phi 3, Gemma 3) is the GGUF's very tensor bytes and settings,
+//! and each fixture matches transformers' own outputs within the fixture's tolerance (every
+//! case's first-step logits, the first case's greedy tokens); a Hub repository
 //! (a stand-in on 127.0.0.1) converts to the very bytes its folder converts to, resuming its
 //! downloads after an interrupted run.
 

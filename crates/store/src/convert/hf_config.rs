@@ -405,21 +405,15 @@ mod tests {
     fn gemma_names_its_norms_and_a_multimodal_gemma_converts_its_language_model() {
         let gemma = config("gemma3_text");
         assert!(gemma.tied_embeddings, "Gemma 3 ties its head by default");
-        let name = |hf: &str| gemma.our_tensor_name(hf);
-        assert_eq!(
-            name("model.layers.2.post_attention_layernorm.weight").as_deref(),
-            Some("blk.2.post_attention_norm.weight")
-        );
-        assert_eq!(
-            name("model.layers.2.pre_feedforward_layernorm.weight").as_deref(),
-            Some("blk.2.ffn_norm.weight")
-        );
-        assert_eq!(
-            name("language_model.model.layers.1.self_attn.q_norm.weight").as_deref(),
-            Some("blk.1.attn_q_norm.weight")
-        );
-        assert_eq!(name("model.language_model.embed_tokens.weight").as_deref(), Some("token_embd.weight"));
-        assert_eq!(name("model.vision_tower.vision_model.encoder.layers.0.mlp.fc1.weight"), None);
+        for (hf, ours) in [
+            ("model.layers.2.post_attention_layernorm.weight", Some("blk.2.post_attention_norm.weight")),
+            ("model.layers.2.pre_feedforward_layernorm.weight", Some("blk.2.ffn_norm.weight")),
+            ("language_model.model.layers.1.self_attn.q_norm.weight", Some("blk.1.attn_q_norm.weight")),
+            ("model.language_model.embed_tokens.weight", Some("token_embd.weight")),
+            ("model.vision_tower.vision_model.encoder.layers.0.mlp.fc1.weight", None),
+        ] {
+            assert_eq!(gemma.our_tensor_name(hf).as_deref(), ours, "{hf}");
+        }
         assert_eq!(gemma.transform("blk.1.attn_q_norm.weight"), RowTransform::AddOne);
         assert_eq!(gemma.transform("blk.1.attn_q.weight"), RowTransform::None);
         assert_eq!(config("llama").transform("blk.1.attn_k.weight"), RowTransform::PermuteHeads(4));

@@ -1,6 +1,8 @@
 //! A Hugging Face safetensors folder → RDRR: `config.json` into the engine's metadata,
 //! `tokenizer.json` and `tokenizer_config.json` into its tokenizer keys, each tensor renamed,
-//! (for Llama's Q and K) permuted for interleaved RoPE and quantized, a few rows at a time.
+//! (for Llama's Q and K) permuted for interleaved RoPE, (for Gemma's norms) given their +1, and
+//! quantized, a few rows at a time; vectors the config holds (Phi 3's LongRoPE factors) become
+//! F32 tensors, as llama.cpp writes them.
 
 use std::{
     fs::File,
