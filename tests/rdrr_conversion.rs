@@ -184,14 +184,12 @@ fn a_safetensors_folder_converts_to_the_ggufs_logits() {
 fn a_safetensors_conversion_of_each_fixture_matches_transformers() {
     use doppler_store::convert::{safetensors_to_rdrr, TargetQuant};
     for architecture in ["llama3", "qwen2", "qwen3", "mistral", "phi3", "gemma3"] {
-        let started = std::time::Instant::now();
         let folder = tempfile::tempdir().unwrap();
         write_hf_folder(&fixture(architecture), folder.path());
         let out = tempfile::tempdir().unwrap();
         let written = safetensors_to_rdrr(folder.path(), out.path(), TargetQuant::F16, 4 << 20, &mut |_| {})
             .unwrap_or_else(|e| panic!("{architecture}: {e}"));
         check_first_steps_against_transformers(architecture, &written.manifest().path);
-        eprintln!("{architecture}: {:?}", started.elapsed());
     }
 }
 

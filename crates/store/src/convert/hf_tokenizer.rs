@@ -187,6 +187,8 @@ fn bpe_kind(tokenizer: &Value) -> Result<BpeKind, ConvertError> {
                     ));
                 }
                 spaces_replaced = true;
+                // "first" prefixes only text at the input's start; the engine, as llama.cpp,
+                // also prefixes text after a special token, so the two differ there.
                 add_space_prefix = match step["prepend_scheme"].as_str() {
                     Some(scheme) => scheme != "never",
                     None => step["add_prefix_space"].as_bool().unwrap_or(true),
