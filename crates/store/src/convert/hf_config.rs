@@ -73,10 +73,25 @@ impl HfConfig {
             ARCHITECTURES.iter().find(|(hf, _)| *hf == model_type).map(|(_, ours)| *ours).ok_or_else(
                 || ConvertError::UnsupportedArchitecture { model_type: model_type.to_string() },
             )?;
-        let json = &match architecture {
-            "gemma3" => gemma3_text_config(json)?,
+        // A multimodal Gemma 3's language model is described by its `text_config`.
+        let mut json = match model_type {
+            "gemma3" => {
+                let mut text = json["text_config"].clone();
+                if let (Some(fields), Some(tied)) = (text.as_object_mut(), json.get("tie_word_embeddings")) {
+                    fields.entry("tie_word_embeddings").or_insert(tied.clone());
+                }
+                text
+            }
             _ => json.clone(),
         };
+        if !json.is_object() {
+            return Err(ConvertError::MissingConfig { key: "text_config" });
+        }
+        with_rope_parameters(&mut json)?;
+        if architecture == "gemma3" {
+            with_gemma3_defaults(&mut json);
+        }
+        let json = &json;
         let uint = |key: &'static str| -> Result<u64, ConvertError> {
             json[key].as_u64().ok_or(ConvertError::MissingConfig { key })
         };
@@ -222,21 +237,51 @@ fn as_u32(key: &'static str, value: u64) -> Result<u32, ConvertError> {
         .map_err(|_| ConvertError::InvalidConfig { key, reason: format!("{value} is too large") })
 }
 
-/// A Gemma 3 config with transformers' defaults filled in: a multimodal one's `text_config`.
-fn gemma3_text_config(json: &Value) -> Result<Value, ConvertError> {
-    let mut text = match json["model_type"].as_str() {
-        Some("gemma3") => json["text_config"].clone(),
-        _ => json.clone(),
-    };
-    let fields = text.as_object_mut().ok_or(ConvertError::MissingConfig { key: "text_config" })?;
+/// transformers' defaults for what a Gemma 3 config leaves out.
+fn with_gemma3_defaults(json: &mut Value) {
+    let fields = json.as_object_mut().expect("checked to be an object");
     for &(key, default) in GEMMA3_DEFAULTS {
         let value = if default.fract() == 0.0 { Value::from(default as u64) } else { Value::from(default) };
         fields.entry(key).or_insert(value);
     }
-    if let Some(tied) = json["tie_word_embeddings"].as_bool() {
-        fields.entry("tie_word_embeddings").or_insert(Value::Bool(tied));
+}
+
+/// transformers 5 writes RoPE settings as `rope_parameters` (one set, or one per attention
+/// type as Gemma 3's `full_attention` and `sliding_attention`) where earlier configs, which
+/// the rest of the conversion reads, had `rope_theta`, `rope_scaling` and Gemma 3's
+/// `rope_local_base_freq`: those are filled in from it.
+fn with_rope_parameters(json: &mut Value) -> Result<(), ConvertError> {
+    let parameters = json["rope_parameters"].clone();
+    if !parameters.is_object() {
+        return Ok(());
     }
-    Ok(text)
+    let invalid = |reason: String| ConvertError::InvalidConfig { key: "rope_parameters", reason };
+    let (global, local) = match (&parameters["full_attention"], &parameters["sliding_attention"]) {
+        (Value::Null, Value::Null) => (parameters.clone(), Value::Null),
+        (full, sliding) if full.is_object() => (full.clone(), sliding.clone()),
+        _ => return Err(invalid("per-attention parameters without 'full_attention'".into())),
+    };
+    let fields = json.as_object_mut().expect("checked to be an object");
+    if let Some(theta) = global.get("rope_theta") {
+        fields.entry("rope_theta").or_insert(theta.clone());
+    }
+    for key in ["partial_rotary_factor", "original_max_position_embeddings"] {
+        if let Some(value) = global.get(key) {
+            fields.entry(key).or_insert(value.clone());
+        }
+    }
+    if global["rope_type"].as_str().is_some_and(|kind| kind != "default") {
+        fields.entry("rope_scaling").or_insert(global);
+    }
+    if local.is_object() {
+        if local["rope_type"].as_str().is_some_and(|kind| kind != "default") {
+            return Err(invalid("scaled RoPE on sliding-window layers is not supported".into()));
+        }
+        if let Some(theta) = local.get("rope_theta") {
+            fields.entry("rope_local_base_freq").or_insert(theta.clone());
+        }
+    }
+    Ok(())
 }
 
 /// What the engine assumes of every Gemma 3 and a config could say otherwise: the sliding
@@ -454,6 +499,37 @@ mod tests {
             let error = HfConfig::parse(&config).unwrap_err();
             assert!(error.to_string().contains(key), "{error}");
         }
+    }
+
+    #[test]
+    fn transformers_5_rope_parameters_read_as_the_older_keys() {
+        let gemma = HfConfig::parse(&serde_json::json!({
+            "model_type": "gemma3_text", "num_attention_heads": 4, "hidden_size": 128, "num_hidden_layers": 6,
+            "intermediate_size": 256, "head_dim": 64, "query_pre_attn_scalar": 64, "sliding_window": 512,
+            "rope_parameters": {
+                "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}}
+        }))
+        .unwrap();
+        let value = |key: &str| gemma.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        assert_eq!(value("gemma3.rope.freq_base"), Some(MetadataValue::F32(1e6)));
+        assert_eq!(value("gemma3.rope.freq_base_swa"), Some(MetadataValue::F32(20000.0)));
+        assert_eq!(value("gemma3.rope.scaling.factor"), Some(MetadataValue::F32(8.0)));
+
+        let (long, short) = (vec![2.0; 12], vec![1.0; 12]);
+        let phi3 = HfConfig::parse(&serde_json::json!({
+            "model_type": "phi3", "num_attention_heads": 4, "hidden_size": 128, "num_hidden_layers": 2,
+            "intermediate_size": 384, "max_position_embeddings": 8192,
+            "rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.75,
+                                "original_max_position_embeddings": 2048,
+                                "long_factor": long, "short_factor": short}
+        }))
+        .unwrap();
+        let value = |key: &str| phi3.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        assert_eq!(value("phi3.rope.freq_base"), Some(MetadataValue::F32(10000.0)));
+        assert_eq!(value("phi3.rope.dimension_count"), Some(MetadataValue::U32(24)));
+        assert_eq!(value("phi3.rope.scaling.original_context_length"), Some(MetadataValue::U32(2048)));
+        assert_eq!(phi3.extra_tensors.len(), 2);
     }
 
     #[test]
