@@ -3,7 +3,9 @@
 //! architecture fixture and for SmolLM2 135M on one short prompt; one converted from a
 //! safetensors folder in F16, Q8_0 or the Q4_K_M mix gives the GGUF's logits within a
 //! quantization tolerance, and the Q4_K_M mix picks llama.cpp's types; converted to F16, each
-//! fixture matches transformers' own outputs within the fixture's tolerance; a Hub repository
+//! F16 fixture (Mistral, Qwen 3, Phi 3, Gemma 3) is the GGUF's very tensor bytes and settings,
+//! and each fixture matches transformers' own outputs within the fixture's tolerance (every
+//! case's first-step logits, the first case's greedy tokens); a Hub repository
 //! (a stand-in on 127.0.0.1) converts to the very bytes its folder converts to, resuming its
 //! downloads after an interrupted run.
 
@@ -25,7 +27,7 @@ use support::{
     compare::{argmax, max_abs_diff},
     gpu::default_engine,
     models::{fixture, fixtures_dir, model_path, SMOLLM2},
-    transformers::check_against_transformers,
+    transformers::check_first_steps_against_transformers,
 };
 
 fn fixtures() -> Vec<PathBuf> {
@@ -181,14 +183,50 @@ fn a_safetensors_folder_converts_to_the_ggufs_logits() {
 #[test]
 fn a_safetensors_conversion_of_each_fixture_matches_transformers() {
     use doppler_store::convert::{safetensors_to_rdrr, TargetQuant};
-    // The byte-level BPE fixtures: the converter reads no SentencePiece tokenizer yet.
-    for architecture in ["llama3", "qwen2", "qwen3"] {
+    for architecture in ["llama3", "qwen2", "qwen3", "mistral", "phi3", "gemma3"] {
         let folder = tempfile::tempdir().unwrap();
         write_hf_folder(&fixture(architecture), folder.path());
         let out = tempfile::tempdir().unwrap();
         let written = safetensors_to_rdrr(folder.path(), out.path(), TargetQuant::F16, 4 << 20, &mut |_| {})
             .unwrap_or_else(|e| panic!("{architecture}: {e}"));
-        check_against_transformers(architecture, &written.manifest().path);
+        check_first_steps_against_transformers(architecture, &written.manifest().path);
+    }
+}
+
+#[test]
+fn a_safetensors_conversion_to_f16_holds_each_f16_fixtures_tensors_and_settings() {
+    use doppler_engine::rdrr::{open_rdrr, ShardCheck};
+    use doppler_store::convert::{safetensors_to_rdrr, TargetQuant};
+    // The fixtures llama.cpp wrote in F16 (norms and Phi 3's rope factors in F32): converted to
+    // F16 they must come out as the very same bytes, Gemma's norms with their +1, Llama's Q
+    // and K permuted, Phi 3's fused matrices and LongRoPE factors as llama.cpp writes them.
+    for architecture in ["mistral", "qwen3", "phi3", "gemma3"] {
+        let gguf = GgufFile::open(&fixture(architecture)).unwrap();
+        let folder = tempfile::tempdir().unwrap();
+        write_hf_folder(&fixture(architecture), folder.path());
+        let out = tempfile::tempdir().unwrap();
+        let written =
+            safetensors_to_rdrr(folder.path(), out.path(), TargetQuant::F16, 4 << 20, &mut |_| {}).unwrap();
+        let rdrr = open_rdrr(&written.manifest().path, ShardCheck::Sha256).unwrap();
+        assert_eq!(tensor_types(&rdrr), tensor_types(&gguf), "{architecture}");
+        for info in gguf.tensors() {
+            let ours = rdrr.tensor(&info.name).unwrap();
+            assert_eq!(ours.dims, info.dims, "{architecture} {}", info.name);
+            assert!(
+                rdrr.tensor_data(ours) == gguf.tensor_data(info),
+                "{architecture} {}: other bytes",
+                info.name
+            );
+        }
+        let arch = gguf.architecture().unwrap();
+        // llama.cpp also writes Llama's vocabulary size and full-head rotary width, which the
+        // engine takes from the vocabulary and the head width.
+        let derived = ["llama.vocab_size", "llama.rope.dimension_count"];
+        for (key, value) in gguf.metadata().iter().filter(|(key, _)| key.starts_with(&format!("{arch}."))) {
+            if !derived.contains(&key) {
+                assert_eq!(rdrr.metadata().get(key), Some(value), "{architecture}: {key}");
+            }
+        }
     }
 }
 

@@ -25,7 +25,7 @@ pub enum ConvertError {
     Safetensors { path: PathBuf, reason: String },
     #[error("{} holds no .safetensors files", folder.display())]
     NoSafetensors { folder: PathBuf },
-    #[error("model_type '{model_type}' does not convert (llama, mistral, qwen2 and qwen3 do)")]
+    #[error("model_type '{model_type}' does not convert (llama, mistral, qwen2, qwen3, phi3, gemma3 and gemma3_text do)")]
     UnsupportedArchitecture { model_type: String },
     #[error("config.json has no '{key}'")]
     MissingConfig { key: &'static str },

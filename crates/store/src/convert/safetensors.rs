@@ -1,6 +1,8 @@
 //! A Hugging Face safetensors folder → RDRR: `config.json` into the engine's metadata,
 //! `tokenizer.json` and `tokenizer_config.json` into its tokenizer keys, each tensor renamed,
-//! (for Llama's Q and K) permuted for interleaved RoPE and quantized, a few rows at a time.
+//! (for Llama's Q and K) permuted for interleaved RoPE, (for Gemma's norms) given their +1, and
+//! quantized, a few rows at a time; vectors the config holds (Phi 3's LongRoPE factors) become
+//! F32 tensors, as llama.cpp writes them.
 
 use std::{
     fs::File,
@@ -19,7 +21,7 @@ use safetensors::{tensor::Dtype, SafeTensors};
 use serde_json::Value;
 
 use super::{
-    hf_config::{our_tensor_name, HfConfig},
+    hf_config::{HfConfig, RowTransform},
     hf_tokenizer::tokenizer_metadata,
     ConvertError, ConvertProgress, TargetQuant,
 };
@@ -66,7 +68,7 @@ pub(crate) fn safetensors_to_rdrr_until_cancelled(
     progress: &mut dyn FnMut(ConvertProgress),
 ) -> Result<WrittenRdrr, ConvertError> {
     let config = HfConfig::parse(&read_json(&folder.join("config.json"))?)?;
-    let (paths, mut tensors) = list_tensors(folder)?;
+    let (paths, mut tensors) = list_tensors(folder, &config)?;
     let has = |name: &str| tensors.iter().any(|t| t.name == name);
     if !has("token_embd.weight") {
         return Err(ConvertError::MissingTensor { name: "model.embed_tokens.weight".into() });
@@ -98,7 +100,8 @@ pub(crate) fn safetensors_to_rdrr_until_cancelled(
     metadata.extend(tokenizer);
 
     // Refused before writing rather than when the disk fills.
-    let elements: u64 = tensors.iter().map(|t| t.shape.iter().product::<u64>()).sum();
+    let elements: u64 = tensors.iter().map(|t| t.shape.iter().product::<u64>()).sum::<u64>()
+        + config.extra_tensors.iter().map(|(_, values)| values.len() as u64).sum::<u64>();
     ensure_free_space(out_dir, quant.max_bytes(elements))?;
     let mut files = paths
         .iter()
@@ -107,18 +110,22 @@ pub(crate) fn safetensors_to_rdrr_until_cancelled(
     let total: u64 = tensors.iter().map(|t| t.bytes).sum();
     let mut done = 0u64;
     let mut writer = RdrrWriter::create(out_dir, shard_limit)?;
+    for (name, values) in &config.extra_tensors {
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        writer.add_tensor(name, GgmlType::F32, &[values.len() as u64], &mut |out| out.write_all(&bytes))?;
+    }
     for tensor in &tensors {
         if cancel.is_cancelled() {
             return Err(ConvertError::Cancelled);
         }
         let ty = quant.tensor_type(&tensor.name, &tensor.shape, config.n_layers, config.tied_embeddings);
         let dims: Vec<u64> = tensor.shape.iter().rev().copied().collect();
-        let permute_heads = config.permuted_heads(&tensor.name);
+        let transform = config.transform(&tensor.name);
         let file = &mut files[tensor.file];
         let mut failure = None;
         writer
             .add_tensor(&tensor.name, ty, &dims, &mut |out| {
-                convert_rows(file, tensor, ty, permute_heads, &mut |bytes| out.write_all(bytes)).map_err(
+                convert_rows(file, tensor, ty, transform, &mut |bytes| out.write_all(bytes)).map_err(
                     |error| {
                         let message = error.to_string();
                         failure = Some(error);
@@ -133,36 +140,37 @@ pub(crate) fn safetensors_to_rdrr_until_cancelled(
     Ok(writer.finish(metadata.iter().map(|(key, value)| (key.as_str(), value)))?)
 }
 
-/// Reads `tensor` a few rows at a time, widens to f32, permutes Q/K heads where asked,
-/// and hands the rows in `ty` to `out`.
+/// Reads `tensor` a few rows at a time, widens to f32, transforms them (permutes Q/K heads,
+/// adds Gemma's 1 to norms) and hands the rows in `ty` to `out`.
 fn convert_rows(
     file: &mut File,
     tensor: &SourceTensor,
     ty: GgmlType,
-    permute_heads: Option<u64>,
+    transform: RowTransform,
     out: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
 ) -> Result<(), ConvertError> {
     let io_error = |source| ConvertError::Io { path: PathBuf::from(&tensor.hf_name), source };
     let row_len = *tensor.shape.last().expect("shapes have a dimension") as usize;
     let rows = (tensor.shape.iter().product::<u64>() / row_len as u64) as usize;
     let element_bytes = tensor.dtype.bitsize() / 8;
-    let head_rows = match permute_heads {
-        Some(heads)
+    let head_rows = match transform {
+        RowTransform::PermuteHeads(heads)
             if heads > 0
                 && rows.is_multiple_of(heads as usize)
                 && (rows / heads as usize).is_multiple_of(2) =>
         {
             rows / heads as usize
         }
-        Some(_) => {
+        RowTransform::PermuteHeads(_) => {
             return Err(ConvertError::Shape { tensor: tensor.hf_name.clone(), shape: tensor.shape.clone() })
         }
-        None => 1,
+        RowTransform::None | RowTransform::AddOne => 1,
     };
     let chunk_rows = (CHUNK_BYTES / (row_len * element_bytes)).max(1).next_multiple_of(head_rows).min(rows);
     let mut raw = vec![0u8; chunk_rows * row_len * element_bytes];
     let mut values = vec![0f32; chunk_rows * row_len];
-    let mut permuted = vec![0f32; if permute_heads.is_some() { chunk_rows * row_len } else { 0 }];
+    let permutes = matches!(transform, RowTransform::PermuteHeads(_));
+    let mut permuted = vec![0f32; if permutes { chunk_rows * row_len } else { 0 }];
     file.seek(SeekFrom::Start(tensor.offset)).map_err(io_error)?;
     let mut row = 0;
     while row < rows {
@@ -171,7 +179,10 @@ fn convert_rows(
         file.read_exact(raw).map_err(io_error)?;
         let values = &mut values[..n * row_len];
         widen(tensor, raw, values)?;
-        let rows_out: &[f32] = if permute_heads.is_some() {
+        if transform == RowTransform::AddOne {
+            values.iter_mut().for_each(|value| *value += 1.0);
+        }
+        let rows_out: &[f32] = if permutes {
             let permuted = &mut permuted[..n * row_len];
             permute_for_interleaved_rope(values, permuted, head_rows, row_len);
             permuted
@@ -234,7 +245,7 @@ fn widen(tensor: &SourceTensor, raw: &[u8], out: &mut [f32]) -> Result<(), Conve
 /// Every tensor of the folder's `*.safetensors` files that the engine uses, in file order.
 /// Each header is parsed from a map of its file (only the header's pages are touched); the
 /// tensor data is read later with plain reads, so the model is never resident as a whole.
-fn list_tensors(folder: &Path) -> Result<(Vec<PathBuf>, Vec<SourceTensor>), ConvertError> {
+fn list_tensors(folder: &Path, config: &HfConfig) -> Result<(Vec<PathBuf>, Vec<SourceTensor>), ConvertError> {
     let entries = std::fs::read_dir(folder).map_err(ConvertError::io(folder))?;
     let mut paths = Vec::new();
     for entry in entries {
@@ -256,7 +267,7 @@ fn list_tensors(folder: &Path) -> Result<(Vec<PathBuf>, Vec<SourceTensor>), Conv
             .map_err(|error| ConvertError::Safetensors { path: path.clone(), reason: error.to_string() })?;
         let data_start = 8 + header_len as u64;
         for (hf_name, info) in metadata.tensors() {
-            let Some(name) = our_tensor_name(&hf_name) else {
+            let Some(name) = config.our_tensor_name(&hf_name) else {
                 tracing::debug!(tensor = %hf_name, "not used by the engine; skipped");
                 continue;
             };
