@@ -145,7 +145,7 @@ pub fn write_hf_folder(gguf_path: &Path, folder: &Path) {
         config["original_max_position_embeddings"] = json!(u32_of("rope.scaling.original_context_length"));
         let factors = |name: &str| {
             let info = gguf.tensor(name).unwrap();
-            dequantize(info.ggml_type, gguf.tensor_data(info)).unwrap()
+            dequantize(info.ggml_type, &gguf.tensor_data(info)).unwrap()
         };
         config["rope_scaling"] = json!({
             "type": "longrope",
