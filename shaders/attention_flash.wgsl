@@ -6,10 +6,11 @@
 // max grows, but cooperative matrices have no elementwise operations to rescale with; the
 // scores are computed twice instead, which the tensor cores can spare.
 // Subgroup (row block r, slab s) owns output rows 16·r .. 16·r + 15 and dimensions
-// 64·s .. 64·s + 63 as four 16 × 16 accumulators; the subgroups share out the BR × BC score
-// fragments of each key tile. Keys and values are read from the cache directly, 16 keys (one
-// fragment) at a time: cache_len must be a multiple of 16 so that a fragment never wraps the
-// ring, and HEAD_DIM a multiple of 64. WG = 32 · (BR / 16) · (HEAD_DIM / 64).
+// SLAB·s .. SLAB·s + SLAB - 1 as 16 × 16 accumulators (four in a slab of 64 dimensions, two in
+// one of 32 with NARROW_SLABS, for heads such as Phi-3's 96); the subgroups share out the
+// BR × BC score fragments of each key tile. Keys and values are read from the cache directly,
+// 16 keys (one fragment) at a time: cache_len must be a multiple of 16 so that a fragment never
+// wraps the ring, and HEAD_DIM a multiple of SLAB. WG = 32 · (BR / 16) · (HEAD_DIM / SLAB).
 #include "step.wgsl"
 #include "attention_params.wgsl"
 
@@ -24,7 +25,12 @@
 const FRAGMENT = 16u;
 const ROW_BLOCKS = BR / FRAGMENT;
 const KEY_BLOCKS = BC / FRAGMENT;
-const SLABS = HEAD_DIM / 64u;
+#ifdef NARROW_SLABS
+const SLAB = 32u;
+#else
+const SLAB = 64u;
+#endif
+const SLABS = HEAD_DIM / SLAB;
 const SUBGROUPS = ROW_BLOCKS * SLABS;
 // Rows of the query tile are padded by 8 values so they start 16 bytes apart without all
 // falling on the same banks.
@@ -33,8 +39,10 @@ const Q_STRIDE = HEAD_DIM + 8u;
 // read its neighbouring keys, and the rows of a subgroup start on different banks.
 const SCORE_STRIDE = BC + 4u;
 const WEIGHT_STRIDE = BC + 8u;
-// Threads that share out a row's keys of a tile, consecutive lanes of one subgroup.
-const PER_ROW = WG / BR;
+// Threads that share out a row's keys of a tile, consecutive lanes of one subgroup: a power
+// of two (ROW_LANES, set to the largest one up to WG / BR), so that threads from BR · PER_ROW
+// on only join the passes' shuffles.
+const PER_ROW = ROW_LANES;
 // Largest finite f16: larger queries would become infinities.
 const F16_MAX = 65504.0;
 const NO_SCORE = -3.0e38;
@@ -115,11 +123,13 @@ fn main(
     workgroupBarrier();
 
     let row_block = (subgroup / SLABS) * FRAGMENT;
-    let slab = (subgroup % SLABS) * 64u;
+    let slab = (subgroup % SLABS) * SLAB;
     var o0 = coop_mat16x16<f32, C>();
     var o1 = coop_mat16x16<f32, C>();
+#ifndef NARROW_SLABS
     var o2 = coop_mat16x16<f32, C>();
     var o3 = coop_mat16x16<f32, C>();
+#endif
     // Whole fragments of keys from the first one any query of the block sees.
     let key_first = (first_key(pos0) / FRAGMENT) * FRAGMENT;
     for (var tile = key_first; tile < end; tile += BC) {
@@ -138,16 +148,20 @@ fn main(
             let at = cache_at(tile + key, kv_base, slab);
             o0 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[at], kv_stride), o0);
             o1 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[at + 16u], kv_stride), o1);
+#ifndef NARROW_SLABS
             o2 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[at + 32u], kv_stride), o2);
             o3 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[at + 48u], kv_stride), o3);
+#endif
         }
         // The next tile's scores and weights overwrite these.
         workgroupBarrier();
     }
     store_output(o0, row_block, slab, t0, n_queries, head, subgroup, lane);
     store_output(o1, row_block, slab + 16u, t0, n_queries, head, subgroup, lane);
+#ifndef NARROW_SLABS
     store_output(o2, row_block, slab + 32u, t0, n_queries, head, subgroup, lane);
     store_output(o3, row_block, slab + 48u, t0, n_queries, head, subgroup, lane);
+#endif
 }
 
 // Whether the query of block row `row` (at pos0 + row) sees the key at `key_pos`.
@@ -176,7 +190,9 @@ fn row_lanes_sum(value: f32) -> f32 {
 // First pass: raises each row's max by the tile's scores its query sees. Thread `lid` takes
 // keys part, part + PER_ROW, … of row lid / PER_ROW.
 fn raise_row_max(tile: u32, pos0: u32, n_queries: u32, lid: u32) {
-    let row = lid / PER_ROW;
+    // Threads from BR · PER_ROW on read the last row but write nothing.
+    let row = min(lid / PER_ROW, BR - 1u);
+    let owns_row = lid < BR * PER_ROW;
     let part = lid % PER_ROW;
     var tile_max = NO_SCORE;
     for (var key = part; key < BC; key += PER_ROW) {
@@ -184,7 +200,7 @@ fn raise_row_max(tile: u32, pos0: u32, n_queries: u32, lid: u32) {
         tile_max = select(tile_max, max(tile_max, score), sees(row, tile + key, pos0, n_queries));
     }
     tile_max = row_lanes_max(tile_max);
-    if (part == 0u) {
+    if (part == 0u && owns_row) {
         row_max[row] = max(row_max[row], tile_max);
     }
 }
@@ -192,18 +208,22 @@ fn raise_row_max(tile: u32, pos0: u32, n_queries: u32, lid: u32) {
 // Second pass: the weights exp(score - max) of the tile's keys (0 for keys the query does not
 // see), added to each row's sum.
 fn weigh_row(tile: u32, pos0: u32, n_queries: u32, lid: u32) {
-    let row = lid / PER_ROW;
+    // Threads from BR · PER_ROW on read the last row but write nothing.
+    let row = min(lid / PER_ROW, BR - 1u);
+    let owns_row = lid < BR * PER_ROW;
     let part = lid % PER_ROW;
     let largest = row_max[row];
     var sum = 0.0;
     for (var key = part; key < BC; key += PER_ROW) {
         let score = scores[row * SCORE_STRIDE + key];
         let w = select(0.0, exp(score - largest), sees(row, tile + key, pos0, n_queries));
-        weights[row * WEIGHT_STRIDE + key] = f16(w);
+        if (owns_row) {
+            weights[row * WEIGHT_STRIDE + key] = f16(w);
+        }
         sum += w;
     }
     sum = row_lanes_sum(sum);
-    if (part == 0u) {
+    if (part == 0u && owns_row) {
         row_sum[row] += sum;
     }
 }

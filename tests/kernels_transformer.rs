@@ -387,6 +387,18 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             n_tokens: 45,
             split: false,
         },
+        // Phi-3's heads of 96 values on the tensor-core kernel's slabs of 32 dimensions (6
+        // subgroups, 4 lanes per query row): 45 queries over five 64-key tiles, GQA 2:1.
+        AttentionCase {
+            n_heads: 4,
+            n_kv_heads: 2,
+            head_dim: 96,
+            window: 0,
+            cache_len: 352,
+            history: 300,
+            n_tokens: 45,
+            split: false,
+        },
         // Qwen-like GQA 7:1, a partial block of 13 queries.
         AttentionCase {
             n_heads: 7,

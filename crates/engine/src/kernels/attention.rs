@@ -217,19 +217,39 @@ impl FlashTile {
     const KEYS: u32 = 64;
 
     /// Where the adapter multiplies on cooperative matrices and the cache suits the kernel: f16,
-    /// a head dimension of 64, 128 or 256 (a multiple of 64), and a ring whose 16-key fragments
-    /// never wrap. 64 queries per workgroup for narrow heads, 32 for wider ones (shared memory).
+    /// a head dimension that is a multiple of 32 (64, 96, 128, 256), and a ring whose 16-key
+    /// fragments never wrap. 64 queries per workgroup for narrow heads, 32 for wider ones
+    /// (shared memory).
     pub fn for_cache(ctx: &GpuContext, cache: &KvCache) -> Option<FlashTile> {
         let suits = ctx.caps.cooperative_matrix
             && cache.f16
-            && cache.head_dim.is_multiple_of(64)
+            && cache.head_dim.is_multiple_of(32)
             && cache.cache_len.is_multiple_of(16);
-        let tile = FlashTile { rows: if cache.head_dim <= 64 { 64 } else { 32 }, head_dim: cache.head_dim };
+        let tile = FlashTile::new(cache.head_dim);
         (suits && tile.shared_bytes() <= ctx.caps.max_workgroup_storage_bytes).then_some(tile)
     }
 
+    pub fn new(head_dim: u32) -> FlashTile {
+        FlashTile { rows: if head_dim <= 64 { 64 } else { 32 }, head_dim }
+    }
+
+    /// Dimensions per subgroup: 64, or 32 where the head is not a multiple of 64.
+    fn slab(self) -> u32 {
+        if self.head_dim.is_multiple_of(64) {
+            64
+        } else {
+            32
+        }
+    }
+
     fn subgroups(self) -> u32 {
-        (self.rows / 16) * (self.head_dim / 64)
+        (self.rows / 16) * (self.head_dim / self.slab())
+    }
+
+    /// Lanes that share out a query row's keys: the largest power of two up to threads / rows.
+    fn row_lanes(self) -> u32 {
+        let per_row = 32 * self.subgroups() / self.rows;
+        1 << per_row.ilog2()
     }
 
     /// Shared memory the kernel declares: the f16 query tile, the tile's f32 scores and f16
@@ -244,14 +264,19 @@ impl FlashTile {
     }
 
     pub fn defines(self) -> Vec<Define> {
-        vec![
+        let mut defines = vec![
             Define::flag("F16"),
             Define::flag("COOPERATIVE_MATRIX"),
             Define::u32("HEAD_DIM", self.head_dim),
             Define::u32("BR", self.rows),
             Define::u32("BC", Self::KEYS),
             Define::u32("WG", 32 * self.subgroups()),
-        ]
+            Define::u32("ROW_LANES", self.row_lanes()),
+        ];
+        if self.slab() == 32 {
+            defines.push(Define::flag("NARROW_SLABS"));
+        }
+        defines
     }
 }
 
@@ -445,8 +470,8 @@ mod flash_tests {
 
     #[test]
     fn flash_attention_translates_to_spirv_for_each_head_dimension() {
-        for head_dim in [64, 128, 256] {
-            let tile = FlashTile { rows: if head_dim <= 64 { 64 } else { 32 }, head_dim };
+        for head_dim in [64, 96, 128, 256] {
+            let tile = FlashTile::new(head_dim);
             let source = expand("attention_flash.wgsl", &tile.defines()).unwrap();
             let module = naga::front::wgsl::parse_str(&source)
                 .unwrap_or_else(|e| panic!("{head_dim}: {}", e.emit_to_string(&source)));
