@@ -12,6 +12,26 @@ use super::{
     GpuContext,
 };
 
+/// Kernels whose workgroup arrays are indexed only by thread and loop indices that their
+/// constant tile sizes bound, and whose buffer reads are guarded by the validated shape of the
+/// product: the prefill matmul and attention on tensor cores.
+const UNCHECKED_INDEX_SHADERS: [&str; 2] = ["matmul_tiled.wgsl", "attention_flash.wgsl"];
+
+/// What naga adds to a kernel to make untrusted WGSL safe, less what our own kernels do not
+/// need. Loop bounding (a counter and a branch in every loop, against loops that never end)
+/// goes for all of them: every loop here counts towards a bound from its constants or the
+/// validated shapes. It cost 15% of Llama prefill and 3–5% of decode on an H100
+/// (`bench/results/2026-11-26-h100-runtime-checks/`). Index clamping goes only where
+/// `UNCHECKED_INDEX_SHADERS` says it is not needed; buffer bounds stay wherever the driver
+/// does not enforce them itself (wgpu leaves those to robustBufferAccess2 on Vulkan anyway).
+fn runtime_checks(shader: &str) -> wgpu::ShaderRuntimeChecks {
+    wgpu::ShaderRuntimeChecks {
+        bounds_checks: !UNCHECKED_INDEX_SHADERS.contains(&shader),
+        force_loop_bounding: false,
+        ..wgpu::ShaderRuntimeChecks::checked()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
     #[error(transparent)]
@@ -108,10 +128,14 @@ impl GpuContext {
         let label = format!("{shader}:{entry}");
         let compute = self
             .checked(&label, || {
-                let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                let descriptor = wgpu::ShaderModuleDescriptor {
                     label: Some(&label),
                     source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
-                });
+                };
+                // SAFETY: the checks `runtime_checks` drops are ones its comment shows our own
+                // shaders do not need.
+                let module =
+                    unsafe { self.device.create_shader_module_trusted(descriptor, runtime_checks(shader)) };
                 self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(&label),
                     layout: None,
