@@ -2,7 +2,7 @@
 //! Q4_K_M follows llama.cpp's choice (`llama_tensor_get_type` in `llama-quant.cpp`): most
 //! matrices in Q4_K, the output head in Q6_K, and `attn_v` and `ffn_down` in Q6_K in the first
 //! and last eighth of the layers and every third layer between, where quantization error
-//! hurts most.
+//! hurts most; a fused `attn_qkv` (Phi 3) in Q5_K.
 
 use doppler_engine::gguf::GgmlType;
 
@@ -85,8 +85,11 @@ fn q4_k_m_type(name: &str, n_layers: u64, tied_embeddings: bool) -> GgmlType {
         }
         _ => false,
     };
+    let fused_qkv = layer.is_some_and(|(_, rest)| rest.starts_with("attn_qkv."));
     if is_head || sensitive {
         GgmlType::Q6_K
+    } else if fused_qkv {
+        GgmlType::Q5_K
     } else {
         GgmlType::Q4_K
     }
@@ -119,6 +122,7 @@ mod tests {
             .filter(|layer| q4(&format!("blk.{layer}.attn_v.weight"), false) == GgmlType::Q6_K)
             .collect();
         assert_eq!(attn_v, more);
+        assert_eq!(q4("blk.3.attn_qkv.weight", false), GgmlType::Q5_K, "Phi 3's fused qkv");
         assert_eq!(q4("blk.6.ffn_up.weight", false), GgmlType::Q4_K);
     }
 
