@@ -2,7 +2,9 @@
 # The speed matrix on the device: every `doppler synth` shape in llama.cpp's Q4_K_M mix, DOPPLER's bench and
 # llama.cpp's llama-bench (Vulkan and CUDA) on the same files in one sitting, one JSON of ratios.
 #
-# Two `run` calls, carrying .gl, .llama-carry (../shared/device/llama-cpp/fetch.sh) and .device-carry/bin/doppler:
+# Two `run` calls, carrying .gl, .llama-carry (../shared/device/llama-cpp/fetch.sh) and .device-carry/ holding
+# bin/doppler or doppler.tar.xz (a stripped release build; each call unpacks it, since a call starts from the
+# carried files only):
 #   1. `bash bench/matrix.sh prepare`  starts the llama.cpp builds, synthesizes the models, waits for the builds
 #   2. `bash bench/matrix.sh compare`  shape by shape runs DOPPLER's bench and
 #      llama-bench (Vulkan, CUDA) back to back, and writes $OUT/matrix.json; it stops after COMPARE_SECONDS
@@ -25,6 +27,10 @@ RUNS=${RUNS:-3}
 DEPTHS=${DEPTHS:-0 4096}
 MODELS=/tmp/matrix
 D=.device-carry/bin/doppler
+if [ ! -x $D ]; then
+  [ -f .device-carry/doppler.tar.xz ] || { echo "carry .device-carry/bin/doppler or .device-carry/doppler.tar.xz"; exit 1; }
+  mkdir -p .device-carry/bin && tar -xJf .device-carry/doppler.tar.xz -C .device-carry/bin
+fi
 for f in .gl/*.deb; do dpkg -x "$f" / >/dev/null; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 
