@@ -31,19 +31,21 @@ impl TokenizerModel {
     }
 }
 
-/// A token's role, from `tokenizer.ggml.token_type` (llama.cpp's `llama_token_type`).
+/// A token's role, from `tokenizer.ggml.token_type` (llama.cpp's `llama_token_type`, whose
+/// values the discriminants are).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
 pub enum TokenType {
-    Normal,
-    Unknown,
+    Undefined = 0,
+    Normal = 1,
+    Unknown = 2,
     /// Markup such as `<bos>` or `<|im_start|>`: matched whole in text, never split by BPE.
-    Control,
+    Control = 3,
     /// Added vocabulary (Gemma's runs of spaces and newlines, HTML tags): matched whole in text.
-    UserDefined,
-    Unused,
+    UserDefined = 4,
+    Unused = 5,
     /// `<0xXX>`: one raw byte.
-    Byte,
-    Undefined,
+    Byte = 6,
 }
 
 impl TokenType {
@@ -57,6 +59,11 @@ impl TokenType {
             6 => TokenType::Byte,
             _ => TokenType::Undefined,
         }
+    }
+
+    /// The value `tokenizer.ggml.token_type` holds for it.
+    pub fn to_gguf(self) -> i32 {
+        self as i32
     }
 
     /// Whether the token is cut out of raw text before BPE runs (llama.cpp's special-token cache).

@@ -9,17 +9,10 @@
 use std::collections::HashMap;
 
 use doppler_engine::gguf::{MetadataArray, MetadataValue, StringArray};
+use doppler_engine::tokenizer::TokenType;
 use serde_json::Value;
 
 use super::ConvertError;
-
-/// llama.cpp's token types.
-const NORMAL: i32 = 1;
-const UNKNOWN: i32 = 2;
-const CONTROL: i32 = 3;
-const USER_DEFINED: i32 = 4;
-const UNUSED: i32 = 5;
-const BYTE: i32 = 6;
 
 /// SentencePiece's word boundary: a space.
 const WORD_BOUNDARY: &str = "▁";
@@ -47,8 +40,8 @@ pub(crate) fn tokenizer_metadata(
     let vocab = model["vocab"].as_object().ok_or_else(|| bad("model.vocab is missing"))?;
     let byte_fallback = model["byte_fallback"].as_bool().unwrap_or(false);
     let unk_token = model["unk_token"].as_str();
-    let mut by_id: Vec<Option<(String, i32)>> = vec![None; vocab_rows];
-    let mut place = |id: u64, text: &str, kind: i32| -> Result<(), ConvertError> {
+    let mut by_id: Vec<Option<(String, TokenType)>> = vec![None; vocab_rows];
+    let mut place = |id: u64, text: &str, kind: TokenType| -> Result<(), ConvertError> {
         let slot = by_id.get_mut(id as usize).ok_or_else(|| {
             bad(format!("token {text:?} has id {id}, past the embedding's {vocab_rows} rows"))
         })?;
@@ -58,9 +51,9 @@ pub(crate) fn tokenizer_metadata(
     for (text, id) in vocab {
         let id = id.as_u64().ok_or_else(|| bad(format!("token {text:?} has no integer id")))?;
         let token_type = match kind {
-            BpeKind::SentencePiece { .. } if Some(text.as_str()) == unk_token => UNKNOWN,
-            BpeKind::SentencePiece { .. } if byte_fallback && is_byte_token(text) => BYTE,
-            _ => NORMAL,
+            BpeKind::SentencePiece { .. } if Some(text.as_str()) == unk_token => TokenType::Unknown,
+            BpeKind::SentencePiece { .. } if byte_fallback && is_byte_token(text) => TokenType::Byte,
+            _ => TokenType::Normal,
         };
         place(id, text, token_type)?;
     }
@@ -69,23 +62,23 @@ pub(crate) fn tokenizer_metadata(
             return Err(bad(format!("an added token without id or content: {added}")));
         };
         if added["special"].as_bool().unwrap_or(false) {
-            let token_type = if Some(text) == unk_token { UNKNOWN } else { CONTROL };
+            let token_type = if Some(text) == unk_token { TokenType::Unknown } else { TokenType::Control };
             place(id, text, token_type)?;
         } else if let BpeKind::SentencePiece { .. } = kind {
             // Matched whole in raw text: stored with spaces, as llama.cpp stores user-defined
             // SentencePiece pieces (Gemma's whitespace runs).
-            place(id, &text.replace(WORD_BOUNDARY, " "), USER_DEFINED)?;
+            place(id, &text.replace(WORD_BOUNDARY, " "), TokenType::UserDefined)?;
         } else {
-            place(id, text, USER_DEFINED)?;
+            place(id, text, TokenType::UserDefined)?;
         }
     }
     let mut tokens = StringArray::new();
     let mut types = Vec::with_capacity(vocab_rows);
     let mut ids = HashMap::new();
     for (id, slot) in by_id.into_iter().enumerate() {
-        let (text, token_type) = slot.unwrap_or_else(|| (format!("[PAD{id}]"), UNUSED));
+        let (text, token_type) = slot.unwrap_or_else(|| (format!("[PAD{id}]"), TokenType::Unused));
         tokens.push(&text);
-        types.push(token_type);
+        types.push(token_type.to_gguf());
         ids.insert(text, id as u32);
     }
     let merges = merges(&model["merges"]).ok_or_else(|| bad("model.merges is missing or malformed"))?;
@@ -381,8 +374,12 @@ mod tests {
         let Some(MetadataValue::Array(MetadataArray::I32(types))) = value("tokenizer.ggml.token_type") else {
             panic!("no token types")
         };
-        assert_eq!(types[..4], [UNKNOWN, CONTROL, CONTROL, BYTE]);
-        assert_eq!(types[3..259].iter().filter(|&&t| t == BYTE).count(), 256);
+        assert_eq!(
+            types[..4],
+            [TokenType::Unknown, TokenType::Control, TokenType::Control, TokenType::Byte]
+                .map(TokenType::to_gguf)
+        );
+        assert_eq!(types[3..259].iter().filter(|&&t| t == TokenType::Byte.to_gguf()).count(), 256);
         let Some(MetadataValue::Array(MetadataArray::F32(scores))) = value("tokenizer.ggml.scores") else {
             panic!("no scores")
         };
