@@ -205,11 +205,13 @@ impl<'a> Uploader<'a> {
         let row_bytes = info.row_bytes();
         let mut first = 0u64;
         let mut parts = Vec::with_capacity(pieces.len());
+        let too_short = || ModelError::InvalidConfig(format!("tensor '{name}' is too short for its parts"));
         for (piece, rows) in pieces {
-            let end = rows.checked_mul(row_bytes).and_then(|bytes| bytes.checked_add(first));
-            let bytes = end.and_then(|end| data.slice(first..end)).ok_or_else(|| {
-                ModelError::InvalidConfig(format!("tensor '{name}' is too short for its parts"))
-            })?;
+            let end = rows
+                .checked_mul(row_bytes)
+                .and_then(|bytes| bytes.checked_add(first))
+                .ok_or_else(too_short)?;
+            let bytes = data.slice(first..end).ok_or_else(too_short)?;
             parts.push(Part {
                 name: piece.clone(),
                 ggml_type: info.ggml_type,
@@ -217,7 +219,7 @@ impl<'a> Uploader<'a> {
                 rows: *rows,
                 data: bytes,
             });
-            first += rows * row_bytes;
+            first = end;
         }
         Ok(parts)
     }
