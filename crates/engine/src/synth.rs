@@ -68,7 +68,7 @@ pub struct SynthShape {
 }
 
 /// Every named shape: (architecture, size).
-pub const SHAPES: [(&str, &str); 16] = [
+pub const SHAPES: [(&str, &str); 17] = [
     ("gemma3", "270m"),
     ("gemma3", "1b"),
     ("gemma3", "4b"),
@@ -78,6 +78,7 @@ pub const SHAPES: [(&str, &str); 16] = [
     ("llama", "llama3.2-1b"),
     ("llama", "llama3.2-3b"),
     ("llama", "llama3.1-8b"),
+    ("llama", "llama3.1-70b"),
     ("llama", "mistral-7b"),
     ("qwen2", "qwen2.5-1.5b"),
     ("qwen2", "qwen2.5-7b"),
@@ -151,6 +152,11 @@ impl SynthShape {
                 rope_theta: 500_000.0,
                 rope: llama3(8.0),
                 ..shape("llama", "Llama-3.1-8B", [4096, 32, 14_336, 32, 8, 128, 128_256, 131_072])
+            },
+            ("llama", "llama3.1-70b") => SynthShape {
+                rope_theta: 500_000.0,
+                rope: llama3(8.0),
+                ..shape("llama", "Llama-3.1-70B", [8192, 80, 28_672, 64, 8, 128, 128_256, 131_072])
             },
             ("llama", "mistral-7b") => SynthShape {
                 rope_theta: 1_000_000.0,

@@ -14,7 +14,7 @@ pub struct SynthArgs {
     #[arg(long, default_value = "gemma3")]
     arch: String,
     /// gemma3: 270m, 1b, 4b, 12b, 27b; llama: smollm2-135m, llama3.2-1b, llama3.2-3b, llama3.1-8b,
-    /// mistral-7b; qwen2: qwen2.5-1.5b, qwen2.5-7b; qwen3: qwen3-4b; phi3: phi3.5-mini.
+    /// llama3.1-70b, mistral-7b; qwen2: qwen2.5-1.5b, qwen2.5-7b; qwen3: qwen3-4b; phi3: phi3.5-mini.
     #[arg(long)]
     size: String,
     /// The GGUF file to write.

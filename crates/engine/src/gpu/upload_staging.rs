@@ -5,6 +5,7 @@
 //! and let the CPU fill one while the GPU copies from the other.
 
 use super::{GpuContext, GpuError};
+use crate::gguf::TensorBytes;
 
 /// Bytes per staging buffer.
 const STAGING_BYTES: u64 = 32 << 20;
@@ -31,31 +32,39 @@ impl UploadStaging {
 }
 
 impl GpuContext {
-    /// Writes `bytes` to the start of `target` (a COPY_DST buffer at least `bytes.len()`
-    /// rounded up to 4 bytes long) through the staging buffers, zero-padding the last word.
-    pub fn write_staged(&self, target: &wgpu::Buffer, bytes: &[u8]) -> Result<(), GpuError> {
+    /// Writes `bytes` (consecutive pieces) to the start of `target` (a COPY_DST buffer at least
+    /// their length rounded up to 4 bytes long) through the staging buffers, zero-padding the
+    /// last word.
+    pub fn write_staged(&self, target: &wgpu::Buffer, bytes: &TensorBytes) -> Result<(), GpuError> {
         let mut guard = self.upload_staging.lock().unwrap_or_else(|e| e.into_inner());
         let staging = guard.get_or_insert_with(|| UploadStaging::new(&self.device));
-        for (index, piece) in bytes.chunks(STAGING_BYTES as usize).enumerate() {
+        let total = bytes.len();
+        for start in (0..total).step_by(STAGING_BYTES as usize) {
+            let end = (start + STAGING_BYTES).min(total);
+            let window = bytes.slice(start..end).expect("windows lie within the bytes");
             let slot = staging.next;
             staging.next = 1 - slot;
             let buffer = &staging.buffers[slot];
-            let len = (piece.len() as u64).next_multiple_of(4);
+            let len = (end - start).next_multiple_of(4);
             let slice = buffer.slice(0..len);
             self.wait_for_map(slice, wgpu::MapMode::Write, staging.copying[slot].take())?;
             {
                 let mut view = slice.get_mapped_range_mut().map_err(|_| GpuError::MapNotCompleted)?;
-                view.slice(..piece.len()).copy_from_slice(piece);
-                let padding = len as usize - piece.len();
+                let mut filled = 0;
+                for piece in window.pieces() {
+                    view.slice(filled..filled + piece.len()).copy_from_slice(piece);
+                    filled += piece.len();
+                }
+                let padding = len as usize - filled;
                 if padding > 0 {
-                    view.slice(piece.len()..).copy_from_slice(&[0u8; 3][..padding]);
+                    view.slice(filled..).copy_from_slice(&[0u8; 3][..padding]);
                 }
             }
             buffer.unmap();
             let mut encoder = self
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("weight upload") });
-            encoder.copy_buffer_to_buffer(buffer, 0, target, index as u64 * STAGING_BYTES, len);
+            encoder.copy_buffer_to_buffer(buffer, 0, target, start, len);
             staging.copying[slot] = Some(self.submit("weight upload", encoder));
         }
         Ok(())

@@ -1,4 +1,4 @@
-use crate::gguf::GgmlType;
+use crate::gguf::{GgmlType, TensorBytes};
 
 use super::{GpuContext, GpuError};
 
@@ -73,6 +73,22 @@ impl GpuMatrix {
         data: &[u8],
         max_chunk_bytes: u64,
     ) -> Result<GpuMatrix, WeightUploadError> {
+        let data = TensorBytes::new(vec![data]);
+        Self::upload_pieces(ctx, name, ggml_type, row_len, rows, &data, max_chunk_bytes)
+    }
+
+    /// As `upload_with_chunk_limit`, from bytes in pieces (an RDRR tensor spanning shards, the
+    /// parts of a stack): they stream through the staging buffers where they lie, never joined
+    /// in a host copy first.
+    pub fn upload_pieces(
+        ctx: &GpuContext,
+        name: &str,
+        ggml_type: GgmlType,
+        row_len: u64,
+        rows: u64,
+        data: &TensorBytes,
+        max_chunk_bytes: u64,
+    ) -> Result<GpuMatrix, WeightUploadError> {
         let ty = ggml_type.name();
         if !row_len.is_multiple_of(ggml_type.block_len() as u64) {
             return Err(WeightUploadError::PartialBlock {
@@ -90,10 +106,10 @@ impl GpuMatrix {
             return Err(WeightUploadError::TooManyElements { name: name.into(), rows, row_len, ty });
         }
         let expected = row_bytes * rows;
-        if data.len() as u64 != expected {
+        if data.len() != expected {
             return Err(WeightUploadError::SizeMismatch {
                 name: name.into(),
-                actual: data.len() as u64,
+                actual: data.len(),
                 expected,
                 rows,
                 row_len,
@@ -111,9 +127,10 @@ impl GpuMatrix {
         let mut first_row = 0u64;
         while first_row < rows {
             let chunk_rows = rows_per_chunk.min(rows - first_row);
-            let bytes =
-                &data[(first_row * row_bytes) as usize..((first_row + chunk_rows) * row_bytes) as usize];
-            let buffer = upload_padded(ctx, name, bytes).map_err(|failure| match failure {
+            let bytes = data
+                .slice(first_row * row_bytes..(first_row + chunk_rows) * row_bytes)
+                .expect("chunk rows lie within the checked size");
+            let buffer = upload_padded(ctx, name, &bytes).map_err(|failure| match failure {
                 UploadFailure::OutOfMemory { buffer_bytes } => WeightUploadError::OutOfMemory {
                     name: name.into(),
                     rows,
@@ -165,14 +182,30 @@ impl StackedMatrix {
         row_len: u64,
         parts: &[(&str, u64, &[u8])],
     ) -> Result<StackedMatrix, WeightUploadError> {
-        let rows = parts.iter().map(|&(_, rows, _)| rows).sum();
-        let data: Vec<u8> = parts.iter().flat_map(|&(_, _, data)| data.iter().copied()).collect();
-        let matrix = GpuMatrix::upload(ctx, name, ggml_type, row_len, rows, &data)?;
+        let parts: Vec<_> =
+            parts.iter().map(|&(name, rows, data)| (name, rows, TensorBytes::new(vec![data]))).collect();
+        Self::upload_pieces(ctx, name, ggml_type, row_len, &parts)
+    }
+
+    /// As `upload`, each part's bytes in pieces.
+    pub fn upload_pieces(
+        ctx: &GpuContext,
+        name: &str,
+        ggml_type: GgmlType,
+        row_len: u64,
+        parts: &[(&str, u64, TensorBytes)],
+    ) -> Result<StackedMatrix, WeightUploadError> {
+        let rows = parts.iter().map(|(_, rows, _)| rows).sum();
+        let data =
+            TensorBytes::new(parts.iter().flat_map(|(_, _, data)| data.pieces().iter().copied()).collect());
+        let matrix = GpuMatrix::upload_pieces(ctx, name, ggml_type, row_len, rows, &data, u64::MAX)?;
         if matrix.chunks.len() != 1 {
-            return Err(WeightUploadError::StackTooLarge { name: name.into(), bytes: data.len() as u64 });
+            return Err(WeightUploadError::StackTooLarge { name: name.into(), bytes: data.len() });
         }
-        let parts =
-            parts.iter().map(|&(name, rows, _)| StackPart { name: name.into(), rows: rows as u32 }).collect();
+        let parts = parts
+            .iter()
+            .map(|(name, rows, _)| StackPart { name: (*name).into(), rows: *rows as u32 })
+            .collect();
         Ok(StackedMatrix { matrix, parts })
     }
 
@@ -194,9 +227,9 @@ enum UploadFailure {
     Transfer(GpuError),
 }
 
-fn upload_padded(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer, UploadFailure> {
+fn upload_padded(ctx: &GpuContext, label: &str, bytes: &TensorBytes) -> Result<wgpu::Buffer, UploadFailure> {
     // One spare word: unaligned u32 reads of the last block may touch the word after it.
-    let size = (bytes.len() as u64).next_multiple_of(4) + 4;
+    let size = bytes.len().next_multiple_of(4) + 4;
     let out_of_memory = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
@@ -213,4 +246,71 @@ fn upload_padded(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Bu
     }
     ctx.write_staged(&buffer, bytes).map_err(UploadFailure::Transfer)?;
     Ok(buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        gpu::{Element, GpuOptions, GpuTensor, OpList},
+        kernels::matmul::record_matvec,
+    };
+
+    #[test]
+    fn a_matrix_in_pieces_goes_up_as_the_same_chunks_and_rows_as_whole() {
+        const ROW_LEN: u32 = 32;
+        const ROWS: u32 = 40;
+        let ctx = GpuContext::new(&GpuOptions::default()).expect("a wgpu adapter");
+        let weights: Vec<f32> = (0..ROWS * ROW_LEN).map(|i| ((i * 7 % 19) as f32 - 9.0) / 8.0).collect();
+        let bytes: &[u8] = bytemuck::cast_slice(&weights);
+        let row_bytes = u64::from(ROW_LEN) * 4;
+        // Pieces that end inside rows and inside chunks of at most 8 rows.
+        let (first, rest) = bytes.split_at(13 * row_bytes as usize + 4);
+        let (second, third) = rest.split_at(20 * row_bytes as usize - 12);
+        let upload = |data: &TensorBytes| {
+            GpuMatrix::upload_pieces(
+                &ctx,
+                "w",
+                GgmlType::F32,
+                ROW_LEN.into(),
+                ROWS.into(),
+                data,
+                8 * row_bytes + 4,
+            )
+            .unwrap()
+        };
+        let in_pieces = upload(&TensorBytes::new(vec![first, second, third]));
+        let whole = upload(&TensorBytes::new(vec![bytes]));
+        let chunks = |w: &GpuMatrix| w.chunks.iter().map(|c| (c.first_row, c.rows)).collect::<Vec<_>>();
+        assert_eq!(chunks(&in_pieces), [(0, 8), (8, 8), (16, 8), (24, 8), (32, 8)]);
+        assert_eq!(chunks(&in_pieces), chunks(&whole));
+
+        let x: Vec<f32> = (0..ROW_LEN).map(|i| i as f32 / 16.0 - 1.0).collect();
+        let input = GpuTensor::from_f32(&ctx, "x", ROW_LEN, &x);
+        let products = [&in_pieces, &whole].map(|w| {
+            let output = GpuTensor::zeroed(&ctx, "y", 1, ROWS, Element::F32);
+            let mut ops = OpList::new();
+            record_matvec(&ctx, &mut ops, "matvec", w, &input, &output).unwrap();
+            let mut encoder = ctx.device.create_command_encoder(&Default::default());
+            ops.encode(&mut encoder, 1, None);
+            ctx.queue.submit([encoder.finish()]);
+            ctx.read_f32(output.buffer(), ROWS as usize).unwrap()
+        });
+        assert_eq!(products[0], products[1]);
+        let expected: Vec<f32> = weights
+            .chunks(ROW_LEN as usize)
+            .map(|row| row.iter().zip(&x).map(|(w, x)| w * x).sum())
+            .collect();
+        for (got, want) in products[0].iter().zip(&expected) {
+            assert!((got - want).abs() <= 1e-3, "{got} against {want}");
+        }
+
+        // Pieces that add up to another length are refused, naming the matrix.
+        let short = TensorBytes::new(vec![first, second]);
+        let error =
+            GpuMatrix::upload_pieces(&ctx, "w", GgmlType::F32, ROW_LEN.into(), ROWS.into(), &short, u64::MAX)
+                .err()
+                .expect("refused");
+        assert!(matches!(&error, WeightUploadError::SizeMismatch { name, .. } if name == "w"), "{error}");
+    }
 }

@@ -1,10 +1,8 @@
-use std::borrow::Cow;
-
 use super::{arch::Storage, ModelConfig, ModelError};
 use crate::{
     generate::CancelToken,
     gguf::{GgmlType, GgufFile, TensorBytes},
-    gpu::{Element, GpuContext, GpuMatrix, GpuTensor, MatrixChunk, StackedMatrix, WeightUploadError},
+    gpu::{Element, GpuContext, GpuMatrix, GpuTensor, StackedMatrix},
     quant::{widen_to_q8_0, widens_to_q8_0},
 };
 
@@ -173,7 +171,15 @@ impl<'a> Uploader<'a> {
         let info = self.gguf.tensor(name).ok_or_else(|| ModelError::MissingTensor(name.to_string()))?;
         let data = self.gguf.tensor_bytes(info);
         let matrix = self.ctx.checked(&format!("uploading {name}"), || {
-            upload_matrix(self.ctx, name, info.ggml_type, info.row_len(), info.rows(), &data, u64::MAX)
+            GpuMatrix::upload_pieces(
+                self.ctx,
+                name,
+                info.ggml_type,
+                info.row_len(),
+                info.rows(),
+                &data,
+                u64::MAX,
+            )
         })??;
         self.advance(info.n_bytes)?;
         Ok(matrix)
@@ -251,7 +257,7 @@ impl<'a> Uploader<'a> {
             let group = &parts[first..end];
             let stack = if group.len() == 1 {
                 let matrix = self.ctx.checked(&format!("uploading {}", head.name), || {
-                    upload_matrix(
+                    GpuMatrix::upload_pieces(
                         self.ctx,
                         &head.name,
                         head.ggml_type,
@@ -265,25 +271,30 @@ impl<'a> Uploader<'a> {
                 StackedMatrix { matrix, parts: vec![crate::gpu::StackPart { name: head.name.clone(), rows }] }
             } else {
                 let stack_name = group.iter().map(|part| part.name.as_str()).collect::<Vec<_>>().join("+");
-                let data = group
+                // Parts of another type are widened into host copies; the rest go up from
+                // where they lie.
+                let widened = group
                     .iter()
                     .map(|part| {
-                        if part.ggml_type == ty {
-                            Ok(part.data.contiguous())
-                        } else {
-                            widen_to_q8_0(part.ggml_type, &part.data.contiguous())
-                                .map(Cow::Owned)
-                                .map_err(|source| ModelError::Widen { name: part.name.clone(), source })
-                        }
+                        (part.ggml_type != ty)
+                            .then(|| widen_to_q8_0(part.ggml_type, &part.data.contiguous()))
+                            .transpose()
+                            .map_err(|source| ModelError::Widen { name: part.name.clone(), source })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                let stacked: Vec<(&str, u64, &[u8])> = group
+                let stacked: Vec<(&str, u64, TensorBytes)> = group
                     .iter()
-                    .zip(&data)
-                    .map(|(part, data)| (part.name.as_str(), part.rows, data.as_ref()))
+                    .zip(&widened)
+                    .map(|(part, widened)| {
+                        let data = match widened {
+                            Some(bytes) => TensorBytes::new(vec![bytes]),
+                            None => part.data.clone(),
+                        };
+                        (part.name.as_str(), part.rows, data)
+                    })
                     .collect();
                 self.ctx.checked(&format!("uploading {stack_name}"), || {
-                    StackedMatrix::upload(self.ctx, &stack_name, ty, head.row_len, &stacked)
+                    StackedMatrix::upload_pieces(self.ctx, &stack_name, ty, head.row_len, &stacked)
                 })??
             };
             self.advance(group.iter().map(|part| part.data.len()).sum())?;
@@ -316,126 +327,9 @@ impl<'a> Uploader<'a> {
     }
 }
 
-/// Uploads a matrix of `rows` rows of `row_len` values from its bytes where they lie, in
-/// chunks of at most `max_chunk_bytes` (and the device's binding limit). A tensor spanning
-/// RDRR shards comes in pieces of whole rows: each goes up as rows of its own, split into
-/// chunks as any matrix, and their chunks make one matrix, so no piece is copied on the host.
-fn upload_matrix(
-    ctx: &GpuContext,
-    name: &str,
-    ggml_type: GgmlType,
-    row_len: u64,
-    rows: u64,
-    data: &TensorBytes,
-    max_chunk_bytes: u64,
-) -> Result<GpuMatrix, WeightUploadError> {
-    let upload = |rows: u64, bytes: &[u8]| {
-        GpuMatrix::upload_with_chunk_limit(ctx, name, ggml_type, row_len, rows, bytes, max_chunk_bytes)
-    };
-    let [first, rest @ ..] = data.pieces() else { return upload(rows, &[]) };
-    if rest.is_empty() {
-        return upload(rows, first);
-    }
-    // Each piece's upload checks its own rows; the whole must fit the kernels' indexing too.
-    if row_len.saturating_mul(rows) > u64::from(u32::MAX) {
-        return Err(WeightUploadError::TooManyElements {
-            name: name.into(),
-            rows,
-            row_len,
-            ty: ggml_type.name(),
-        });
-    }
-    let row_bytes = data.len() / rows.max(1);
-    let mut matrix = upload(first.len() as u64 / row_bytes.max(1), first)?;
-    for piece in rest {
-        let next = upload(piece.len() as u64 / row_bytes.max(1), piece)?;
-        let first_row = matrix.rows;
-        matrix.chunks.extend(
-            next.chunks
-                .into_iter()
-                .map(|chunk| MatrixChunk { first_row: first_row + chunk.first_row, ..chunk }),
-        );
-        matrix.rows = matrix.rows.saturating_add(next.rows);
-    }
-    if u64::from(matrix.rows) != rows {
-        return Err(WeightUploadError::SizeMismatch {
-            name: name.into(),
-            actual: data.len(),
-            expected: rows * matrix.row_bytes,
-            rows,
-            row_len,
-            ty: ggml_type.name(),
-        });
-    }
-    Ok(matrix)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        gpu::{GpuOptions, OpList},
-        kernels::matmul::record_matvec,
-    };
-
-    #[test]
-    fn a_matrix_in_pieces_goes_up_as_the_same_rows_in_chunks_of_each_piece() {
-        const ROW_LEN: u32 = 32;
-        const ROWS: u32 = 40;
-        let ctx = GpuContext::new(&GpuOptions::default()).expect("a wgpu adapter");
-        let weights: Vec<f32> = (0..ROWS * ROW_LEN).map(|i| ((i * 7 % 19) as f32 - 9.0) / 8.0).collect();
-        let bytes: &[u8] = bytemuck::cast_slice(&weights);
-        let row_bytes = u64::from(ROW_LEN) * 4;
-        let rows_bytes = |rows: u32| (u64::from(rows) * row_bytes) as usize;
-        // Pieces of 13, 20 and 7 rows, chunks of at most 8 rows.
-        let (first, rest) = bytes.split_at(rows_bytes(13));
-        let (second, third) = rest.split_at(rows_bytes(20));
-        let pieces = TensorBytes::new(vec![first, second, third]);
-        let upload = |data: &TensorBytes| {
-            upload_matrix(&ctx, "w", GgmlType::F32, ROW_LEN.into(), ROWS.into(), data, 8 * row_bytes + 4)
-                .unwrap()
-        };
-        let in_pieces = upload(&pieces);
-        let whole = upload(&TensorBytes::new(vec![bytes]));
-        let chunks = |w: &GpuMatrix| w.chunks.iter().map(|c| (c.first_row, c.rows)).collect::<Vec<_>>();
-        assert_eq!(chunks(&in_pieces), [(0, 8), (8, 5), (13, 8), (21, 8), (29, 4), (33, 7)]);
-        assert_eq!((in_pieces.rows, in_pieces.row_bytes), (whole.rows, whole.row_bytes));
-
-        let x: Vec<f32> = (0..ROW_LEN).map(|i| i as f32 / 16.0 - 1.0).collect();
-        let input = GpuTensor::from_f32(&ctx, "x", ROW_LEN, &x);
-        let products = [&in_pieces, &whole].map(|w| {
-            let output = GpuTensor::zeroed(&ctx, "y", 1, ROWS, Element::F32);
-            let mut ops = OpList::new();
-            record_matvec(&ctx, &mut ops, "matvec", w, &input, &output).unwrap();
-            let mut encoder = ctx.device.create_command_encoder(&Default::default());
-            ops.encode(&mut encoder, 1, None);
-            ctx.queue.submit([encoder.finish()]);
-            ctx.read_f32(output.buffer(), ROWS as usize).unwrap()
-        });
-        assert_eq!(products[0], products[1]);
-        let expected: Vec<f32> = weights
-            .chunks(ROW_LEN as usize)
-            .map(|row| row.iter().zip(&x).map(|(w, x)| w * x).sum())
-            .collect();
-        for (got, want) in products[0].iter().zip(&expected) {
-            assert!((got - want).abs() <= 1e-3, "{got} against {want}");
-        }
-
-        // A piece that is not whole rows is refused, naming the matrix.
-        let (ragged, tail) = bytes.split_at(rows_bytes(13) + 4);
-        let error = upload_matrix(
-            &ctx,
-            "w",
-            GgmlType::F32,
-            ROW_LEN.into(),
-            ROWS.into(),
-            &TensorBytes::new(vec![ragged, tail]),
-            u64::MAX,
-        )
-        .err()
-        .expect("refused");
-        assert!(matches!(error, WeightUploadError::SizeMismatch { .. }), "{error}");
-    }
 
     #[test]
     fn only_q8_0_takes_in_neighbours_of_other_types() {
