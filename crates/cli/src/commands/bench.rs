@@ -208,8 +208,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
     intervals.sort_by(|a, b| a.total_cmp(b));
 
     session.stop_sampling_profiles();
-    let kernels_per_token = if args.profile { profile(&mut session, bos)? } else { Vec::new() };
-    let kernels_per_prefill = if args.profile { profile_prefill(&mut session, &prompt)? } else { Vec::new() };
+    // Profiled at the same depth as the runs: the cache holds the filler first.
+    let cached = if args.depth > 0 { filler.as_slice() } else { &[] };
+    let kernels_per_token = if args.profile { profile(&mut session, cached, bos)? } else { Vec::new() };
+    let kernels_per_prefill =
+        if args.profile { profile_prefill(&mut session, cached, &prompt)? } else { Vec::new() };
     let report = BenchReport {
         model: model.info().name.clone(),
         architecture: model.info().architecture.clone(),
@@ -283,28 +286,44 @@ pub fn run(args: BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// GPU time per kernel kind of one profiled decode step (a few tokens into a sequence).
-fn profile(session: &mut doppler_engine::Session, bos: u32) -> Result<Vec<KernelRow>> {
+/// GPU time per kernel kind of one profiled decode step (a few tokens into a sequence that
+/// follows `cached`, which is prefilled unprofiled).
+fn profile(session: &mut doppler_engine::Session, cached: &[u32], bos: u32) -> Result<Vec<KernelRow>> {
     session.set_steps_per_submit(1);
-    session.set_profiling(true);
     session.reset();
+    if !cached.is_empty() {
+        session.prefill_from_empty(cached, &SamplingParams::greedy())?;
+    }
+    session.set_profiling(true);
     let options = GenerateOptions {
         sampling: SamplingParams::greedy(),
         max_tokens: 8,
         stop: Vec::new(),
         ignore_eos: true,
     };
-    session.generate(&[bos], &options, &CancelToken::new(), &mut |_| {})?;
+    let prompt: Vec<u32> = cached.iter().copied().chain([bos]).collect();
+    session.generate(&prompt, &options, &CancelToken::new(), &mut |_| {})?;
     let timings = session.last_step_timings().to_vec();
     session.set_profiling(false);
     Ok(kernel_table(&timings))
 }
 
-/// GPU time per kernel kind of the profiled prefill of `prompt` (one step per batch; the
-/// table is of the last batch).
-fn profile_prefill(session: &mut doppler_engine::Session, prompt: &[u32]) -> Result<Vec<KernelRow>> {
-    session.set_profiling(true);
-    session.prefill_from_empty(prompt, &SamplingParams::greedy())?;
+/// GPU time per kernel kind of the profiled prefill of `prompt` after `cached`, which is
+/// prefilled unprofiled (one step per batch; the table is of the last batch).
+fn profile_prefill(
+    session: &mut doppler_engine::Session,
+    cached: &[u32],
+    prompt: &[u32],
+) -> Result<Vec<KernelRow>> {
+    let greedy = SamplingParams::greedy();
+    if cached.is_empty() {
+        session.set_profiling(true);
+        session.prefill_from_empty(prompt, &greedy)?;
+    } else {
+        session.prefill_from_empty(cached, &greedy)?;
+        session.set_profiling(true);
+        session.prefill_after_cached(prompt, &greedy)?;
+    }
     let timings = session.last_step_timings().to_vec();
     session.set_profiling(false);
     Ok(kernel_table(&timings))
