@@ -152,8 +152,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     // The cache's content at depth: other ids than the prompt's, so nothing is reused.
     let filler: Vec<u32> =
         std::iter::once(bos).chain((1..args.depth).map(|i| (i * 104_729 + 7) % vocab)).collect();
-    let mut tg_prompt = if args.depth > 0 { filler.clone() } else { Vec::new() };
-    tg_prompt.push(bos);
+    // What the cache holds under every measurement: nothing at depth 0.
+    let cached: &[u32] = if args.depth > 0 { &filler } else { &[] };
+    let tg_prompt: Vec<u32> = cached.iter().copied().chain([bos]).collect();
     let greedy = SamplingParams::greedy();
     let options = GenerateOptions {
         sampling: greedy.clone(),
@@ -169,21 +170,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut submits_per_token = Vec::new();
     let mut intervals = Vec::new();
     for run in 0..=args.runs {
-        let pp_seconds = if args.depth > 0 {
-            session.prefill_from_empty(&filler, &greedy)?;
-            let started = Instant::now();
-            session.prefill_after_cached(&prompt, &greedy)?;
-            started.elapsed().as_secs_f64()
-        } else {
-            let started = Instant::now();
-            session.prefill_from_empty(&prompt, &greedy)?;
-            started.elapsed().as_secs_f64()
-        };
+        let mut prompt_started = Instant::now();
+        prefill_on_top(&mut session, cached, &prompt, |_| prompt_started = Instant::now())?;
+        let pp_seconds = prompt_started.elapsed().as_secs_f64();
 
-        session.reset();
-        if args.depth > 0 {
-            session.prefill_from_empty(&filler, &greedy)?;
-        }
+        fill_cache(&mut session, cached)?;
         let started = Instant::now();
         let mut last = started;
         let mut first_token_ms = None;
@@ -208,9 +199,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     intervals.sort_by(|a, b| a.total_cmp(b));
 
     session.stop_sampling_profiles();
-    // Profiled at the same depth as the runs: the cache holds the filler first.
-    let cached = if args.depth > 0 { filler.as_slice() } else { &[] };
-    let kernels_per_token = if args.profile { profile(&mut session, cached, bos)? } else { Vec::new() };
+    // Profiled at the same depth as the runs.
+    let kernels_per_token =
+        if args.profile { profile(&mut session, cached, &tg_prompt)? } else { Vec::new() };
     let kernels_per_prefill =
         if args.profile { profile_prefill(&mut session, cached, &prompt)? } else { Vec::new() };
     let report = BenchReport {
@@ -286,14 +277,41 @@ pub fn run(args: BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// GPU time per kernel kind of one profiled decode step (a few tokens into a sequence that
-/// follows `cached`, which is prefilled unprofiled).
-fn profile(session: &mut doppler_engine::Session, cached: &[u32], bos: u32) -> Result<Vec<KernelRow>> {
-    session.set_steps_per_submit(1);
+/// Leaves exactly `cached` in the session's cache (prefilled unmeasured), so what runs next
+/// runs at the bench's depth.
+fn fill_cache(session: &mut doppler_engine::Session, cached: &[u32]) -> Result<()> {
     session.reset();
     if !cached.is_empty() {
         session.prefill_from_empty(cached, &SamplingParams::greedy())?;
     }
+    Ok(())
+}
+
+/// Prefills `prompt` on top of `cached` (see `fill_cache`), calling `before_prompt` just
+/// before the prompt's prefill, so that only it is timed or profiled.
+fn prefill_on_top(
+    session: &mut doppler_engine::Session,
+    cached: &[u32],
+    prompt: &[u32],
+    before_prompt: impl FnOnce(&mut doppler_engine::Session),
+) -> Result<()> {
+    let greedy = SamplingParams::greedy();
+    if cached.is_empty() {
+        before_prompt(session);
+        session.prefill_from_empty(prompt, &greedy)?;
+    } else {
+        session.prefill_from_empty(cached, &greedy)?;
+        before_prompt(session);
+        session.prefill_after_cached(prompt, &greedy)?;
+    }
+    Ok(())
+}
+
+/// GPU time per kernel kind of one profiled decode step: a few tokens into `prompt`, whose
+/// first tokens are `cached` (prefilled unprofiled).
+fn profile(session: &mut doppler_engine::Session, cached: &[u32], prompt: &[u32]) -> Result<Vec<KernelRow>> {
+    session.set_steps_per_submit(1);
+    fill_cache(session, cached)?;
     session.set_profiling(true);
     let options = GenerateOptions {
         sampling: SamplingParams::greedy(),
@@ -301,29 +319,20 @@ fn profile(session: &mut doppler_engine::Session, cached: &[u32], bos: u32) -> R
         stop: Vec::new(),
         ignore_eos: true,
     };
-    let prompt: Vec<u32> = cached.iter().copied().chain([bos]).collect();
-    session.generate(&prompt, &options, &CancelToken::new(), &mut |_| {})?;
+    session.generate(prompt, &options, &CancelToken::new(), &mut |_| {})?;
     let timings = session.last_step_timings().to_vec();
     session.set_profiling(false);
     Ok(kernel_table(&timings))
 }
 
-/// GPU time per kernel kind of the profiled prefill of `prompt` after `cached`, which is
-/// prefilled unprofiled (one step per batch; the table is of the last batch).
+/// GPU time per kernel kind of the profiled prefill of `prompt` on top of `cached` (one step
+/// per batch; the table is of the last batch).
 fn profile_prefill(
     session: &mut doppler_engine::Session,
     cached: &[u32],
     prompt: &[u32],
 ) -> Result<Vec<KernelRow>> {
-    let greedy = SamplingParams::greedy();
-    if cached.is_empty() {
-        session.set_profiling(true);
-        session.prefill_from_empty(prompt, &greedy)?;
-    } else {
-        session.prefill_from_empty(cached, &greedy)?;
-        session.set_profiling(true);
-        session.prefill_after_cached(prompt, &greedy)?;
-    }
+    prefill_on_top(session, cached, prompt, |session| session.set_profiling(true))?;
     let timings = session.last_step_timings().to_vec();
     session.set_profiling(false);
     Ok(kernel_table(&timings))
