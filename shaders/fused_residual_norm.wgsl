@@ -6,6 +6,8 @@
 // of several rounds per thread multiplied them. Each thread rereads only the hidden values
 // it wrote itself, so the passes need no barrier beyond the reductions. Same math and order
 // as rmsnorm.wgsl + elementwise add.
+// Q8_OUT (decode): the step's first normed row is also written in Q8 form (q8_block.wgsl) for
+// the products that read it so.
 #include "step.wgsl"
 
 struct Params {
@@ -24,6 +26,11 @@ struct Params {
 @group(0) @binding(5) var<uniform> params: Params;
 #ifdef POST_NORM
 @group(0) @binding(6) var<storage, read> post_w: array<vec4<f32>>;
+#endif
+#ifdef Q8_OUT
+@group(0) @binding(7) var<storage, read_write> q8_words: array<u32>;
+@group(0) @binding(8) var<storage, read_write> q8_scales: array<f32>;
+#include "q8_block.wgsl"
 #endif
 
 #include "workgroup_reduce.wgsl"
@@ -58,7 +65,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         h_squares += dot(h, h);
     }
     let scale = rms_scale(lid, h_squares);
+#ifdef Q8_OUT
+    // Rounds of WG vectors, so the block reductions' barriers are reached by every thread.
+    for (var first = 0u; first < params.dim_vec4s; first += WG) {
+        let i = first + lid;
+        var v = vec4<f32>(0.0);
+        if (i < params.dim_vec4s) {
+            v = hidden[base + i] * scale * next_w[i];
+            normed[base + i] = v;
+        }
+        let largest = q8_block_largest(lid, v);
+        if (i < params.dim_vec4s && token == 0u) {
+            q8_store(i, v, largest);
+        }
+    }
+#else
     for (var i = lid; i < params.dim_vec4s; i += WG) {
         normed[base + i] = hidden[base + i] * scale * next_w[i];
     }
+#endif
 }

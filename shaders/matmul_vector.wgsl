@@ -35,7 +35,13 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
+#ifdef Q8_INPUT
+// x in Q8 form (quantize_q8.wgsl).
+@group(0) @binding(1) var<storage, read> x_words: array<u32>;
+@group(0) @binding(10) var<storage, read> x_scales: array<f32>;
+#else
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+#endif
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
 #ifdef SPLIT_OUTPUT
@@ -145,6 +151,40 @@ fn normalize_input(ids: Ids, writes_stream: bool) -> f32 {
 }
 #endif
 
+#ifdef Q8_INPUT
+alias PartInput = Q8Runs;
+
+// The slice of x a part multiplies, in Q8 form.
+fn part_input(x_base: u32, part: u32) -> PartInput {
+    let starts = x_base + vec4<u32>(run_start(part, 0u), run_start(part, 1u), run_start(part, 2u), run_start(part, 3u));
+    let words = vec4<u32>(x_words[starts.x >> 2u], x_words[starts.y >> 2u], x_words[starts.z >> 2u], x_words[starts.w >> 2u]);
+    let scales = vec4<f32>(x_scales[starts.x >> 5u], x_scales[starts.y >> 5u], x_scales[starts.z >> 5u], x_scales[starts.w >> 5u]);
+    let ones = 0x01010101u;
+    let sums = vec4<f32>(vec4<i32>(dot4I8Packed(words.x, ones), dot4I8Packed(words.y, ones), dot4I8Packed(words.z, ones), dot4I8Packed(words.w, ones)));
+    return Q8Runs(words, scales, sums * scales);
+}
+
+fn input_dot(block_byte: u32, part: u32, input: PartInput) -> f32 {
+    return part_dot_q8(block_byte, part, input);
+}
+#else
+// The slice of x a part multiplies and its run sums (for types with block minimums; unused
+// ones compile away).
+struct PartInput {
+    xs: Runs,
+    sums: vec4<f32>,
+}
+
+fn part_input(x_base: u32, part: u32) -> PartInput {
+    let xs = x_runs(x_base, part);
+    let one = vec4<f32>(1.0);
+    return PartInput(xs, vec4<f32>(dot(xs.r0, one), dot(xs.r1, one), dot(xs.r2, one), dot(xs.r3, one)));
+}
+
+fn input_dot(block_byte: u32, part: u32, input: PartInput) -> f32 {
+    return part_dot(block_byte, part, input.xs, input.sums);
+}
+
 // Four values of the input from value 4·i.
 fn x_vec(i: u32) -> vec4<f32> {
 #ifdef NORMED_INPUT
@@ -163,10 +203,11 @@ fn x_runs(x_base: u32, part: u32) -> Runs {
         x_vec((x_base + run_start(part, 3u)) >> 2u),
     );
 }
+#endif
 
 // Sum `sum` of a workgroup whose first output row is first_row: sum s belongs to output row
 // first_row + s % ROWS, from the matrix's second part for s ≥ ROWS (GATED).
-fn sum_part_dot(sum: u32, first_row: u32, block: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+fn sum_part_dot(sum: u32, first_row: u32, block: u32, part: u32, input: PartInput) -> f32 {
     let row = first_row + sum % ROWS;
     if (row >= params.rows) {
         return 0.0;
@@ -177,7 +218,7 @@ fn sum_part_dot(sum: u32, first_row: u32, block: u32, part: u32, xs: Runs, x_sum
         matrix_row += params.second;
     }
 #endif
-    return part_dot(matrix_row * params.row_bytes + block * BLOCK_BYTES, part, xs, x_sums);
+    return input_dot(matrix_row * params.row_bytes + block * BLOCK_BYTES, part, input);
 }
 
 fn store(row: u32, value: f32) {
@@ -235,17 +276,14 @@ fn main(
     for (var unit = lid; unit < units; unit += WG) {
         let block = unit / PARTS;
         let part = unit % PARTS;
-        let xs = x_runs(block * BLOCK_LEN, part);
-        // Run sums for types with block minimums; unused ones compile away.
-        let one = vec4<f32>(1.0);
-        let x_sums = vec4<f32>(dot(xs.r0, one), dot(xs.r1, one), dot(xs.r2, one), dot(xs.r3, one));
-        acc.x += sum_part_dot(0u, first_row, block, part, xs, x_sums);
+        let input = part_input(block * BLOCK_LEN, part);
+        acc.x += sum_part_dot(0u, first_row, block, part, input);
         if (SUMS > 1u) {
-            acc.y += sum_part_dot(1u, first_row, block, part, xs, x_sums);
+            acc.y += sum_part_dot(1u, first_row, block, part, input);
         }
         if (SUMS > 2u) {
-            acc.z += sum_part_dot(2u, first_row, block, part, xs, x_sums);
-            acc.w += sum_part_dot(3u, first_row, block, part, xs, x_sums);
+            acc.z += sum_part_dot(2u, first_row, block, part, input);
+            acc.w += sum_part_dot(3u, first_row, block, part, input);
         }
     }
 

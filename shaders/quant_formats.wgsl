@@ -28,8 +28,34 @@ struct Runs {
     r3: vec4<f32>,
 }
 
+// The same 16 values in Q8 form (quantize_q8.wgsl), for the types with `part_dot_q8`: run r
+// as 4 signed bytes in words[r], scales[r] the scale of its 32-value block, sums[r] the run's
+// sum (scale included).
+struct Q8Runs {
+    words: vec4<u32>,
+    scales: vec4<f32>,
+    sums: vec4<f32>,
+}
+
 fn runs_dot(w: Runs, xs: Runs) -> f32 {
     return dot(w.r0, xs.r0) + dot(w.r1, xs.r1) + dot(w.r2, xs.r2) + dot(w.r3, xs.r3);
+}
+
+// The runs of 4 quants packed as bytes (`q`, one word a run) as floats less `bias`.
+fn byte_runs(q: vec4<u32>, bias: f32) -> Runs {
+    return Runs(byte_values(q.x, bias), byte_values(q.y, bias), byte_values(q.z, bias), byte_values(q.w, bias));
+}
+
+// Σ quant·x over a part in Q8 form, in units of the input's scale, for quants packed as
+// signed bytes (one word a run).
+fn q8_dot(q: vec4<u32>, xq: Q8Runs) -> f32 {
+    let w = xq.words;
+    return f32(dot4I8Packed(q.x, w.x) + dot4I8Packed(q.y, w.y) + dot4I8Packed(q.z, w.z) + dot4I8Packed(q.w, w.w));
+}
+
+// Σ x over a part in Q8 form.
+fn q8_sum(xq: Q8Runs) -> f32 {
+    return dot(xq.sums, vec4<f32>(1.0));
 }
 
 // The word at a 4-aligned byte offset.
@@ -213,6 +239,11 @@ fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let w = Runs(signed_values(q.x), signed_values(q.y), signed_values(q.z), signed_values(q.w));
     return half_at(block_byte) * runs_dot(w, xs);
 }
+
+// On x in Q8 form; here and in the other 32-value types a part lies in one block of x.
+fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
+    return half_at(block_byte) * xq.scales.x * q8_dot(words4_even(block_byte + 2u + part * 16u), xq);
+}
 #endif
 
 #ifdef TYPE_Q4_0
@@ -232,10 +263,18 @@ fn run_start(part: u32, run: u32) -> u32 {
     return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
 }
 
-fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+// The part's nibbles, one per byte, a run a word.
+fn part_quants(block_byte: u32, part: u32) -> vec4<u32> {
     let q = words2_even(block_byte + 2u + part * 8u);
-    let w = Runs(byte_values(nibbles(q.x, 0u), 8.0), byte_values(nibbles(q.y, 0u), 8.0), byte_values(nibbles(q.x, 4u), 8.0), byte_values(nibbles(q.y, 4u), 8.0));
-    return half_at(block_byte) * runs_dot(w, xs);
+    return vec4<u32>(nibbles(q.x, 0u), nibbles(q.y, 0u), nibbles(q.x, 4u), nibbles(q.y, 4u));
+}
+
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+    return half_at(block_byte) * runs_dot(byte_runs(part_quants(block_byte, part), 8.0), xs);
+}
+
+fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
+    return half_at(block_byte) * (xq.scales.x * q8_dot(part_quants(block_byte, part), xq) - 8.0 * q8_sum(xq));
 }
 #endif
 
@@ -256,14 +295,15 @@ fn run_start(part: u32, run: u32) -> u32 {
     return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
 }
 
-fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
-    let dm = unpack2x16float(word_at(block_byte));
+// The part's nibbles, one per byte, a run a word.
+fn part_quants(block_byte: u32, part: u32) -> vec4<u32> {
     let w = (block_byte + 4u + part * 8u) >> 2u;
     let q0 = weights[w];
     let q1 = weights[w + 1u];
-    let q = Runs(byte_values(nibbles(q0, 0u), 0.0), byte_values(nibbles(q1, 0u), 0.0), byte_values(nibbles(q0, 4u), 0.0), byte_values(nibbles(q1, 4u), 0.0));
-    return dm.x * runs_dot(q, xs) + dm.y * dot(x_sums, vec4<f32>(1.0));
+    return vec4<u32>(nibbles(q0, 0u), nibbles(q1, 0u), nibbles(q0, 4u), nibbles(q1, 4u));
 }
+
+#include "quant_block_min.wgsl"
 #endif
 
 #ifdef TYPE_Q5_0
@@ -283,17 +323,20 @@ fn run_start(part: u32, run: u32) -> u32 {
     return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
 }
 
-fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+// The part's 5-bit quants, one per byte, a run a word.
+fn part_quants(block_byte: u32, part: u32) -> vec4<u32> {
     let qh = word_even(block_byte + 2u);
     let q = words2_even(block_byte + 6u + part * 8u);
     let first = part * 8u;
-    let w = Runs(
-        byte_values(five_bits(q.x, 0u, qh, first), 16.0),
-        byte_values(five_bits(q.y, 0u, qh, first + 4u), 16.0),
-        byte_values(five_bits(q.x, 4u, qh, first + 16u), 16.0),
-        byte_values(five_bits(q.y, 4u, qh, first + 20u), 16.0),
-    );
-    return half_at(block_byte) * runs_dot(w, xs);
+    return vec4<u32>(five_bits(q.x, 0u, qh, first), five_bits(q.y, 0u, qh, first + 4u), five_bits(q.x, 4u, qh, first + 16u), five_bits(q.y, 4u, qh, first + 20u));
+}
+
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+    return half_at(block_byte) * runs_dot(byte_runs(part_quants(block_byte, part), 16.0), xs);
+}
+
+fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
+    return half_at(block_byte) * (xq.scales.x * q8_dot(part_quants(block_byte, part), xq) - 16.0 * q8_sum(xq));
 }
 #endif
 
@@ -315,21 +358,17 @@ fn run_start(part: u32, run: u32) -> u32 {
     return part * 8u + (run & 1u) * 4u + (run >> 1u) * 16u;
 }
 
-fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
-    let dm = unpack2x16float(word_at(block_byte));
+// The part's 5-bit quants, one per byte, a run a word.
+fn part_quants(block_byte: u32, part: u32) -> vec4<u32> {
     let qh = word_at(block_byte + 4u);
     let w = (block_byte + 8u + part * 8u) >> 2u;
     let q0 = weights[w];
     let q1 = weights[w + 1u];
     let first = part * 8u;
-    let q = Runs(
-        byte_values(five_bits(q0, 0u, qh, first), 0.0),
-        byte_values(five_bits(q1, 0u, qh, first + 4u), 0.0),
-        byte_values(five_bits(q0, 4u, qh, first + 16u), 0.0),
-        byte_values(five_bits(q1, 4u, qh, first + 20u), 0.0),
-    );
-    return dm.x * runs_dot(q, xs) + dm.y * dot(x_sums, vec4<f32>(1.0));
+    return vec4<u32>(five_bits(q0, 0u, qh, first), five_bits(q1, 0u, qh, first + 4u), five_bits(q0, 4u, qh, first + 16u), five_bits(q1, 4u, qh, first + 20u));
 }
+
+#include "quant_block_min.wgsl"
 #endif
 
 #ifdef TYPE_Q4_K
@@ -366,6 +405,21 @@ fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let low_dot = dot(byte_values(nibbles(q0, 0u), 0.0), xs.r0) + dot(byte_values(nibbles(q1, 0u), 0.0), xs.r1);
     let high_dot = dot(byte_values(nibbles(q0, 4u), 0.0), xs.r2) + dot(byte_values(nibbles(q1, 4u), 0.0), xs.r3);
     return low.x * low_dot - low.y * (x_sums.x + x_sums.y) + high.x * high_dot - high.y * (x_sums.z + x_sums.w);
+}
+
+// part_dot on x in Q8 form: runs 0 and 1 lie in one 32-value block of x, as do runs 2 and 3.
+fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
+    let dm = unpack2x16float(word_at(block_byte));
+    let j = part >> 2u;
+    let low = k_scale_min(block_byte + 4u, 2u * j) * dm;
+    let high = k_scale_min(block_byte + 4u, 2u * j + 1u) * dm;
+    let w = (block_byte + 16u + j * 32u + (part & 3u) * 8u) >> 2u;
+    let q0 = weights[w];
+    let q1 = weights[w + 1u];
+    let low_dot = dot4I8Packed(nibbles(q0, 0u), xq.words.x) + dot4I8Packed(nibbles(q1, 0u), xq.words.y);
+    let high_dot = dot4I8Packed(nibbles(q0, 4u), xq.words.z) + dot4I8Packed(nibbles(q1, 4u), xq.words.w);
+    return low.x * xq.scales.x * f32(low_dot) - low.y * (xq.sums.x + xq.sums.y)
+        + high.x * xq.scales.z * f32(high_dot) - high.y * (xq.sums.z + xq.sums.w);
 }
 #endif
 
@@ -429,7 +483,12 @@ fn q6_scale(block_byte: u32, index: u32) -> f32 {
 // Values of quadrant `quadrant` from the nibbles of `low` at `shift` and the 2-bit fields
 // of `qh`, centred on zero.
 fn q6_values(low: u32, shift: u32, qh: u32, quadrant: u32) -> vec4<f32> {
-    return byte_values(nibbles(low, shift) | (((qh >> (2u * quadrant)) & 0x03030303u) << 4u), 32.0);
+    return byte_values(q6_bytes(low, shift, qh, quadrant), 32.0);
+}
+
+// The same values as bytes of 0..63, not yet centred.
+fn q6_bytes(low: u32, shift: u32, qh: u32, quadrant: u32) -> u32 {
+    return nibbles(low, shift) | (((qh >> (2u * quadrant)) & 0x03030303u) << 4u);
 }
 
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
@@ -459,6 +518,26 @@ fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
         + q6_scale(block_byte, s + 4u) * dot(q6_values(qa, 4u, qh, 2u), xs.r2)
         + q6_scale(block_byte, s + 6u) * dot(q6_values(qb, 4u, qh, 3u), xs.r3);
     return half_at(block_byte + 208u) * sum;
+}
+
+// part_dot on x in Q8 form: each run lies in its own 32-value block of x; the centring by 32
+// comes off as 32 times the run's sum.
+fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
+    let half_block = part >> 3u;
+    let l = (part & 7u) * 4u;
+    let qa = word_even(block_byte + half_block * 64u + l);
+    let qb = word_even(block_byte + half_block * 64u + 32u + l);
+    let qh = word_even(block_byte + 128u + half_block * 32u + l);
+    let s = half_block * 8u + (l >> 4u);
+    let q = vec4<u32>(q6_bytes(qa, 0u, qh, 0u), q6_bytes(qb, 0u, qh, 1u), q6_bytes(qa, 4u, qh, 2u), q6_bytes(qb, 4u, qh, 3u));
+    let dots = vec4<f32>(vec4<i32>(
+        dot4I8Packed(q.x, xq.words.x),
+        dot4I8Packed(q.y, xq.words.y),
+        dot4I8Packed(q.z, xq.words.z),
+        dot4I8Packed(q.w, xq.words.w),
+    ));
+    let scales = vec4<f32>(q6_scale(block_byte, s), q6_scale(block_byte, s + 2u), q6_scale(block_byte, s + 4u), q6_scale(block_byte, s + 6u));
+    return half_at(block_byte + 208u) * dot(scales, dots * xq.scales - 32.0 * xq.sums);
 }
 #endif
 

@@ -23,9 +23,11 @@ use doppler_engine::{
     kernels::{
         elementwise::Activation,
         embedding::{record_embedding, ScaledTable},
+        fused_norm::{record_residual_norm, ResidualNorms, ResidualRows},
         matmul::{
-            record_gated_matvec, record_matmul, record_matmul_rows, record_matvec, record_stacked_matvec,
-            MatrixRows, MatvecInput, NormedInput, ProductOutput, ResidualStream, SUPPORTED_TYPES,
+            record_gated_matvec, record_matmul, record_matmul_rows, record_matvec, record_matvec_of,
+            record_quantize_q8, record_stacked_matvec, takes_q8_input, MatrixRows, MatvecInput, NormedInput,
+            ProductOutput, Q8Vector, ResidualStream, SUPPORTED_TYPES,
         },
     },
     quant::{dequantize_row, random_quantized},
@@ -458,6 +460,159 @@ fn check_gated(
 fn gated_matvec_matches_reference() {
     gated_matvec_every_shape(&gpu(GpuOptions::default()));
     gated_matvec_every_shape(&without_subgroups());
+}
+
+/// The CPU form of quantize_q8.wgsl: (signed bytes, one scale per 32 values).
+fn quantize_q8(x: &[f32]) -> (Vec<i8>, Vec<f32>) {
+    let mut bytes = Vec::with_capacity(x.len());
+    let mut scales = Vec::new();
+    for block in x.chunks(32) {
+        let largest = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let inverse = if largest > 0.0 { 127.0 / largest } else { 0.0 };
+        bytes.extend(block.iter().map(|v| (v * inverse).round_ties_even() as i8));
+        scales.push(largest / 127.0);
+    }
+    (bytes, scales)
+}
+
+/// The values the Q8 form of `x` stands for.
+fn dequantized_q8(x: &[f32]) -> Vec<f32> {
+    let (bytes, scales) = quantize_q8(x);
+    bytes.iter().enumerate().map(|(i, &q)| f32::from(q) * scales[i / 32]).collect()
+}
+
+#[test]
+fn quantize_q8_matches_reference() {
+    let ctx = gpu(GpuOptions::default());
+    // Blocks of one sign, of zeros only, and of one large value among small ones.
+    let mut x: Vec<f32> = values(4096, 31).iter().map(|v| v * 3.0).collect();
+    x[32..64].fill(0.0);
+    x[64..96].iter_mut().for_each(|v| *v = v.abs());
+    x[100] = 1e4;
+    let q8 = Q8Vector::new(&ctx, "x", x.len() as u32);
+    let mut ops = OpList::new();
+    record_quantize_q8(&ctx, &mut ops, "quantize", &f32_tensor(&ctx, x.len(), &x), &q8).unwrap();
+    run(&ctx, &ops, 1);
+    let (bytes, scales) = quantize_q8(&x);
+    let words: Vec<u32> = read_tensor(&ctx, &q8.words).iter().map(|v| v.to_bits()).collect();
+    let got_bytes: Vec<i8> = words.iter().flat_map(|w| w.to_le_bytes()).map(|b| b as i8).collect();
+    // The shader's division may be a few ulps off the CPU's, moving a value at a rounding tie.
+    for (i, (&got, &expected)) in got_bytes.iter().zip(&bytes).enumerate() {
+        assert!((i16::from(got) - i16::from(expected)).abs() <= 1, "value {i}: {got} against {expected}");
+    }
+    let ties = got_bytes.iter().zip(&bytes).filter(|(a, b)| a != b).count();
+    assert!(ties <= 2, "{ties} values off by one");
+    for (block, (&got, &expected)) in read_tensor(&ctx, &q8.scales).iter().zip(&scales).enumerate() {
+        assert!((got - expected).abs() <= 1e-6 * expected, "block {block}: scale {got} against {expected}");
+    }
+    assert_eq!(scales[1], 0.0);
+}
+
+/// The products of the types with a Q8 path on the input in Q8 form, against the CPU
+/// reference on the values that form stands for: plain (one chunk and several) and gated.
+fn q8_input_matvec_every_shape(ctx: &GpuContext) {
+    let mut failures = Vec::new();
+    for ty in SUPPORTED_TYPES.into_iter().filter(|&ty| takes_q8_input(ty)) {
+        for row_len in row_lens(ty) {
+            for rows in [3, 1000, 4099] {
+                let m = TestMatrix::random(ty, row_len, rows, (row_len * rows) as u64);
+                let x = values(row_len, rows as u64);
+                let q8 = Q8Vector::new(ctx, "x", row_len as u32);
+                let output = GpuTensor::zeroed(ctx, "y", 1, rows as u32, Element::F32);
+                let label =
+                    format!("q8 matvec {} {rows}x{row_len} (subgroups: {})", ty.name(), ctx.caps.subgroups);
+                let mut ops = OpList::new();
+                record_quantize_q8(ctx, &mut ops, "quantize", &f32_tensor(ctx, row_len, &x), &q8).unwrap();
+                let w = if rows > 1000 { m.upload_chunked(ctx, 1000) } else { m.upload(ctx) };
+                record_matvec_of(ctx, &mut ops, &label, &w, MatvecInput::Q8(&q8), &output).unwrap();
+                run(ctx, &ops, 1);
+                let x_q8 = dequantized_q8(&x);
+                let expected: Vec<_> = (0..rows).map(|r| m.dot(r, &x_q8)).collect();
+                if let Err(failure) = compare(&label, &read_tensor(ctx, &output), &expected) {
+                    failures.push(failure);
+                }
+            }
+        }
+        let (row_len, rows) = (512, 1100);
+        let (parts, stacked) = stack(ctx, ty, row_len, &[rows, rows], 9);
+        let x: Vec<f32> = values(row_len, 23).iter().map(|v| v * 0.2).collect();
+        let q8 = Q8Vector::new(ctx, "x", row_len as u32);
+        let output = f32_tensor(ctx, rows, &vec![-1.0; 2 * rows]);
+        let mut ops = OpList::new();
+        record_quantize_q8(ctx, &mut ops, "quantize", &f32_tensor(ctx, row_len, &x), &q8).unwrap();
+        record_gated_matvec(
+            ctx,
+            &mut ops,
+            "gated",
+            &stacked,
+            MatvecInput::Q8(&q8),
+            &output,
+            Activation::Silu,
+        )
+        .unwrap();
+        run(ctx, &ops, 1);
+        let label = format!("q8 gated {} {rows}x{row_len} (subgroups: {})", ty.name(), ctx.caps.subgroups);
+        check_gated(ctx, &label, Activation::Silu, &parts, &dequantized_q8(&x), &output);
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn q8_input_matvec_matches_reference() {
+    q8_input_matvec_every_shape(&gpu(GpuOptions::default()));
+    q8_input_matvec_every_shape(&without_subgroups());
+}
+
+/// The residual norm's Q8 output (decode) is the standalone quantization of its first normed
+/// row, bit for bit, and leaves the f32 outputs as they are without it. Rows of fewer vectors
+/// than threads and of several rounds of them (8,192 values: 2,048 vectors, 1,024 threads).
+#[test]
+fn residual_norm_q8_output_is_the_quantized_normed_row() {
+    let ctx = gpu(GpuOptions::default());
+    for dim in [1152usize, 8192] {
+        let n_tokens = 2u32;
+        let count = dim * n_tokens as usize;
+        let block_out: Vec<f32> = values(count, 40).iter().map(|v| v * 5.0).collect();
+        let (hidden, next_w) = (values(count, 41), values(dim, 43));
+        let step = step_buffer(&ctx, 0, n_tokens);
+        let run_norm = |normed_q8: Option<&Q8Vector>| {
+            let (x_buf, h_buf) = (f32_tensor(&ctx, dim, &block_out), f32_tensor(&ctx, dim, &hidden));
+            let next_buf = f32_tensor(&ctx, dim, &next_w);
+            let normed = GpuTensor::zeroed(&ctx, "normed", n_tokens, dim as u32, Element::F32);
+            let rows = ResidualRows { block_out: &x_buf, hidden: &h_buf, normed: &normed, normed_q8 };
+            let norms = ResidualNorms { post_norm: None, next_norm: &next_buf, eps: 1e-6 };
+            let mut ops = OpList::new();
+            record_residual_norm(&ctx, &mut ops, "residual", rows, norms, &step).unwrap();
+            run(&ctx, &ops, n_tokens);
+            (read_tensor(&ctx, &h_buf), read_tensor(&ctx, &normed))
+        };
+        let fused = Q8Vector::new(&ctx, "fused", dim as u32);
+        let with_q8 = run_norm(Some(&fused));
+        assert!(with_q8 == run_norm(None), "dim {dim}: the Q8 output changed the f32 outputs");
+        let standalone = Q8Vector::new(&ctx, "standalone", dim as u32);
+        let mut ops = OpList::new();
+        let first_row = f32_tensor(&ctx, dim, &with_q8.1[..dim]);
+        record_quantize_q8(&ctx, &mut ops, "quantize", &first_row, &standalone).unwrap();
+        run(&ctx, &ops, 1);
+        for (what, a, b) in
+            [("values", &fused.words, &standalone.words), ("scales", &fused.scales, &standalone.scales)]
+        {
+            let bits = |t: &GpuTensor| read_tensor(&ctx, t).iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(a), bits(b), "dim {dim}: Q8 {what}");
+        }
+    }
+}
+
+#[test]
+fn q8_input_of_a_type_without_a_q8_path_is_an_error() {
+    let ctx = gpu(GpuOptions::default());
+    let m = TestMatrix::random(GgmlType::Q2_K, 256, 4, 1);
+    let q8 = Q8Vector::new(&ctx, "x", 256);
+    let output = GpuTensor::zeroed(&ctx, "y", 1, 4, Element::F32);
+    let error =
+        record_matvec_of(&ctx, &mut OpList::new(), "q8", &m.upload(&ctx), MatvecInput::Q8(&q8), &output)
+            .unwrap_err();
+    assert!(error.to_string().contains("cannot take a Q8 input"), "{error}");
 }
 
 /// How a normed matrix-vector input is made (`NormedInput`): the norm of a vector, or of the

@@ -897,7 +897,7 @@ fn fused_residual_norm_matches_add_then_norm() {
             let (post_buf, next_buf) = (f32_tensor(&ctx, dim, &post_w), f32_tensor(&ctx, dim, &next_w));
             let normed = GpuTensor::zeroed(&ctx, "normed", n_tokens, dim as u32, Element::F32);
             let mut ops = OpList::new();
-            let rows = ResidualRows { block_out: &x_buf, hidden: &h_buf, normed: &normed };
+            let rows = ResidualRows { block_out: &x_buf, hidden: &h_buf, normed: &normed, normed_q8: None };
             let norms = ResidualNorms { post_norm: post.then_some(&post_buf), next_norm: &next_buf, eps };
             record_residual_norm(&ctx, &mut ops, "residual", rows, norms, &step).unwrap();
             run(&ctx, &ops, n_tokens);

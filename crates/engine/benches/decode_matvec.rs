@@ -14,8 +14,8 @@ use doppler_engine::{
     kernels::{
         elementwise::Activation,
         matmul::{
-            record_gated_matvec, record_matvec, record_stacked_matvec, MatvecInput, NormedInput,
-            ResidualStream,
+            record_gated_matvec, record_matvec, record_matvec_of, record_quantize_q8, record_stacked_matvec,
+            MatvecInput, NormedInput, Q8Vector, ResidualStream,
         },
     },
     quant::random_quantized,
@@ -29,7 +29,15 @@ enum Product {
     /// `record_stacked_matvec` over parts of these rows, on a post-normed residual input.
     NormedStack(&'static [u64]),
     /// `record_gated_matvec` (GELU) over gate and up of `rows` rows each.
-    Gated { normed: bool },
+    Gated {
+        normed: bool,
+    },
+    /// As `Plain` and `Gated` without a norm, on the input in Q8 form (quantized once, before
+    /// the chain: the quantize kernel is a case of its own).
+    PlainQ8,
+    GatedQ8,
+    /// `record_quantize_q8` of a row of `row_len` values.
+    Quantize,
 }
 
 struct Case {
@@ -130,6 +138,42 @@ const CASES: &[Case] = &[
     },
     Case { name: "8b attn_output", ty: GgmlType::Q4_K, rows: 4096, row_len: 4096, product: Product::Plain },
     Case {
+        name: "8b ffn_gate+up q8",
+        ty: GgmlType::Q4_K,
+        rows: 14336,
+        row_len: 4096,
+        product: Product::GatedQ8,
+    },
+    Case {
+        name: "8b ffn_down q6_k q8",
+        ty: GgmlType::Q6_K,
+        rows: 4096,
+        row_len: 14336,
+        product: Product::PlainQ8,
+    },
+    Case {
+        name: "8b ffn_down q4_k q8",
+        ty: GgmlType::Q4_K,
+        rows: 4096,
+        row_len: 14336,
+        product: Product::PlainQ8,
+    },
+    Case {
+        name: "8b attn_output q8",
+        ty: GgmlType::Q4_K,
+        rows: 4096,
+        row_len: 4096,
+        product: Product::PlainQ8,
+    },
+    Case { name: "8b quantize 4096", ty: GgmlType::Q8_0, rows: 1, row_len: 4096, product: Product::Quantize },
+    Case {
+        name: "8b quantize 14336",
+        ty: GgmlType::Q8_0,
+        rows: 1,
+        row_len: 14336,
+        product: Product::Quantize,
+    },
+    Case {
         name: "8b attn_qkv normed",
         ty: GgmlType::Q4_K,
         rows: 6144,
@@ -204,6 +248,7 @@ struct Vectors {
     stream_out: GpuTensor,
     output: GpuTensor,
     outputs: Vec<GpuTensor>,
+    q8: Q8Vector,
 }
 
 impl Vectors {
@@ -223,6 +268,7 @@ impl Vectors {
             stream_out: zeroed_row(ctx, "stream out", case.row_len),
             output: zeroed_row(ctx, "output", case.rows),
             outputs,
+            q8: Q8Vector::new(ctx, "input", case.row_len as u32),
         }
     }
 
@@ -259,7 +305,21 @@ fn record(ctx: &GpuContext, case: &Case, vectors: &Vectors, chain: usize) -> OpL
                     .expect("record");
             }
         }
-        Product::Gated { normed } => {
+        Product::Quantize => {
+            for _ in 0..chain {
+                record_quantize_q8(ctx, &mut ops, case.name, &vectors.input, &vectors.q8).expect("record");
+            }
+        }
+        Product::PlainQ8 => {
+            let w = GpuMatrix::upload(ctx, case.name, case.ty, case.row_len, case.rows, &bytes(case.rows))
+                .expect("upload");
+            record_quantize_q8(ctx, &mut ops, case.name, &vectors.input, &vectors.q8).expect("record");
+            for _ in 0..chain {
+                record_matvec_of(ctx, &mut ops, case.name, &w, MatvecInput::Q8(&vectors.q8), &vectors.output)
+                    .expect("record");
+            }
+        }
+        Product::Gated { .. } | Product::GatedQ8 => {
             let (gate, up) = (bytes(case.rows), bytes(case.rows));
             let stack = StackedMatrix::upload(
                 ctx,
@@ -269,7 +329,15 @@ fn record(ctx: &GpuContext, case: &Case, vectors: &Vectors, chain: usize) -> OpL
                 &[("gate", case.rows, &gate), ("up", case.rows, &up)],
             )
             .expect("upload");
-            let input = if normed { vectors.normed() } else { MatvecInput::Vector(&vectors.input) };
+            let input = match case.product {
+                Product::Gated { normed: true } => vectors.normed(),
+                Product::GatedQ8 => {
+                    record_quantize_q8(ctx, &mut ops, case.name, &vectors.input, &vectors.q8)
+                        .expect("record");
+                    MatvecInput::Q8(&vectors.q8)
+                }
+                _ => MatvecInput::Vector(&vectors.input),
+            };
             for _ in 0..chain {
                 record_gated_matvec(
                     ctx,
@@ -289,7 +357,8 @@ fn record(ctx: &GpuContext, case: &Case, vectors: &Vectors, chain: usize) -> OpL
 
 fn weight_bytes(case: &Case) -> u64 {
     let rows = match case.product {
-        Product::Gated { .. } => 2 * case.rows,
+        Product::Gated { .. } | Product::GatedQ8 => 2 * case.rows,
+        Product::Quantize => return case.row_len * 4,
         _ => case.rows,
     };
     rows * case.row_len / case.ty.block_len() as u64 * case.ty.block_bytes() as u64

@@ -4,7 +4,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{check_same_rows, check_width, make_dispatch, workgroups_per_token, KernelError};
+use super::matmul::Q8Vector;
+use super::{check_same_rows, check_width, make_numbered_dispatch, workgroups_per_token, KernelError};
 use crate::gpu::{Define, GpuContext, GpuTensor, OpList, StepBuffer};
 
 /// Threads per workgroup: a power of two at or above a thread per vector of 4 values, so a
@@ -35,6 +36,8 @@ pub struct ResidualRows<'a> {
     pub hidden: &'a GpuTensor,
     /// Receives the normed residual stream.
     pub normed: &'a GpuTensor,
+    /// Also receives the first token's row in Q8 form (decode), for products that read it so.
+    pub normed_q8: Option<&'a Q8Vector>,
 }
 
 /// The norm weights around a residual add: the block's own post-norm (Gemma) and the next
@@ -88,13 +91,24 @@ pub fn record_residual_norm(
         defines.push(Define::flag("POST_NORM"));
         buffers.push(post_norm.buffer());
     }
-    ops.push(make_dispatch(
+    let mut bound: Vec<(u32, &wgpu::Buffer)> = (0..).zip(buffers).collect();
+    if let Some(q8) = rows.normed_q8 {
+        if q8.len != dim {
+            return Err(KernelError::InvalidShape {
+                kernel: KERNEL,
+                message: format!("a Q8 output of {} values for rows of {dim}", q8.len),
+            });
+        }
+        defines.push(Define::flag("Q8_OUT"));
+        bound.extend([(7, q8.words.buffer()), (8, q8.scales.buffer())]);
+    }
+    ops.push(make_numbered_dispatch(
         ctx,
         label,
         "fused_residual_norm.wgsl",
         "main",
         &defines,
-        &buffers,
+        &bound,
         workgroups_per_token(ctx, 1),
     )?);
     Ok(())

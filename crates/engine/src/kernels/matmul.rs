@@ -15,8 +15,8 @@ use super::{
 use crate::{
     gguf::GgmlType,
     gpu::{
-        grid, Define, Dispatch, GpuCapabilities, GpuContext, GpuMatrix, GpuTensor, MatrixChunk, OpList,
-        StackedMatrix, StepBuffer, WeightBytes, Workgroups,
+        grid, Define, Dispatch, Element, GpuCapabilities, GpuContext, GpuMatrix, GpuTensor, MatrixChunk,
+        OpList, StackedMatrix, StepBuffer, WeightBytes, Workgroups,
     },
 };
 
@@ -183,6 +183,74 @@ pub enum MatvecInput<'a> {
     Vector(&'a GpuTensor),
     /// An RMSNorm each workgroup computes for itself (`NORMED_INPUT` of matmul_vector.wgsl).
     Normed(NormedInput<'a>),
+    /// A row in Q8 form (`record_quantize_q8`), for the types of `takes_q8_input`.
+    Q8(&'a Q8Vector),
+}
+
+/// A decode input in Q8 form (quantize_q8.wgsl): `len` values as signed bytes, four to a
+/// word, and one scale per 32 values.
+pub struct Q8Vector {
+    pub len: u32,
+    pub words: GpuTensor,
+    pub scales: GpuTensor,
+}
+
+impl Q8Vector {
+    /// Bytes of the Q8 form of `len` values.
+    pub fn bytes(len: u32) -> u64 {
+        u64::from(len) + u64::from(len.div_ceil(32)) * 4
+    }
+
+    pub fn new(ctx: &GpuContext, label: &str, len: u32) -> Self {
+        Self {
+            len,
+            words: GpuTensor::zeroed(ctx, &format!("{label} q8 values"), 1, len / 4, Element::U32),
+            scales: GpuTensor::zeroed(ctx, &format!("{label} q8 scales"), 1, len.div_ceil(32), Element::F32),
+        }
+    }
+}
+
+/// Whether the decode product of `ty` can take its input in Q8 form (it has `part_dot_q8`).
+pub fn takes_q8_input(ty: GgmlType) -> bool {
+    matches!(
+        ty,
+        GgmlType::Q4_0
+            | GgmlType::Q4_1
+            | GgmlType::Q5_0
+            | GgmlType::Q5_1
+            | GgmlType::Q8_0
+            | GgmlType::Q4_K
+            | GgmlType::Q6_K
+    )
+}
+
+/// Records the Q8 form of the first row of `x` into `out`.
+pub fn record_quantize_q8(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    x: &GpuTensor,
+    out: &Q8Vector,
+) -> Result<(), KernelError> {
+    check_width("quantize q8", "input", x, out.len)?;
+    if !out.len.is_multiple_of(32) {
+        return Err(KernelError::InvalidShape {
+            kernel: "quantize q8",
+            message: format!("{} values are not whole blocks of 32", out.len),
+        });
+    }
+    const THREADS: u32 = 64;
+    let vec4s = out.len / 4;
+    ops.push(make_dispatch(
+        ctx,
+        label,
+        "quantize_q8.wgsl",
+        "main",
+        &[Define::u32("WG", THREADS), Define::u32("VEC4S", vec4s)],
+        &[x.buffer(), out.words.buffer(), out.scales.buffer()],
+        Workgroups::Fixed([vec4s.div_ceil(THREADS), 1, 1]),
+    )?);
+    Ok(())
 }
 
 /// `rmsnorm(h)·norm` as a matrix-vector input, where h is `source`, or with `residual` the
@@ -281,11 +349,16 @@ fn matvec_dispatch(
             params.eps = normed.eps;
             normed.source
         }
+        MatvecInput::Q8(q8) => &q8.words,
     };
     let params_buffer = ctx.uniform_buffer(label, &params);
     let mut bound =
         vec![(0, &chunk.buffer), (1, source.buffer()), (2, outputs[0].buffer()), (3, &params_buffer)];
     bound.extend(outputs[1..].iter().zip(4..).map(|(tensor, binding)| (binding, tensor.buffer())));
+    if let MatvecInput::Q8(q8) = input {
+        defines.push(Define::flag("Q8_INPUT"));
+        bound.push((10, q8.scales.buffer()));
+    }
     if let MatvecInput::Normed(normed) = input {
         defines.push(Define::flag("NORMED_INPUT"));
         defines.push(Define::u32("X_VEC4S", w.row_len / 4));
@@ -334,6 +407,20 @@ fn check_input(
     let row_len = w.row_len;
     match input {
         MatvecInput::Vector(tensor) => check_width(kernel, "input", tensor, row_len),
+        MatvecInput::Q8(q8) => {
+            if q8.len != row_len || !takes_q8_input(w.ggml_type) {
+                return Err(KernelError::InvalidShape {
+                    kernel,
+                    message: format!(
+                        "'{}' ({}, rows of {row_len}) cannot take a Q8 input of {} values",
+                        w.name,
+                        w.ggml_type.name(),
+                        q8.len
+                    ),
+                });
+            }
+            Ok(())
+        }
         MatvecInput::Normed(normed) => {
             if !normed_input_fits(ctx, w.row_len) {
                 return Err(KernelError::InvalidShape {
@@ -395,21 +482,26 @@ pub fn record_matvec(
     input: &GpuTensor,
     output: &GpuTensor,
 ) -> Result<(), KernelError> {
+    record_matvec_of(ctx, ops, label, w, MatvecInput::Vector(input), output)
+}
+
+/// `record_matvec` of a plain or Q8 input (a normed input is for one-chunk stacks).
+pub fn record_matvec_of(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    w: &GpuMatrix,
+    input: MatvecInput,
+    output: &GpuTensor,
+) -> Result<(), KernelError> {
     const KERNEL: &str = "matvec";
     weight_type_define(KERNEL, w)?;
-    check_width(KERNEL, "input", input, w.row_len)?;
+    check_input(KERNEL, ctx, w, input)?;
     check_width(KERNEL, "output", output, w.rows)?;
     for (index, chunk) in w.chunks.iter().enumerate() {
         let params = MatvecParams { output_offset: chunk.first_row, ..MatvecParams::new(w, chunk.rows) };
         let product = MatvecChunk { w, chunk, params, max_rows_per_workgroup: 4, extra_defines: &[] };
-        matvec_dispatch(
-            ctx,
-            ops,
-            &chunk_label(label, w, index),
-            product,
-            MatvecInput::Vector(input),
-            &[output],
-        )?;
+        matvec_dispatch(ctx, ops, &chunk_label(label, w, index), product, input, &[output])?;
     }
     Ok(())
 }

@@ -78,8 +78,23 @@ pub(crate) fn make_dispatch(
     buffers: &[&wgpu::Buffer],
     workgroups: Workgroups,
 ) -> Result<Dispatch, KernelError> {
+    let numbered: Vec<(u32, &wgpu::Buffer)> = (0..).zip(buffers.iter().copied()).collect();
+    make_numbered_dispatch(ctx, label, shader, entry, defines, &numbered, workgroups)
+}
+
+/// As `make_dispatch` with each buffer's binding number given: for shaders whose variants
+/// leave gaps in the numbering.
+pub(crate) fn make_numbered_dispatch(
+    ctx: &GpuContext,
+    label: &str,
+    shader: &str,
+    entry: &str,
+    defines: &[Define],
+    buffers: &[(u32, &wgpu::Buffer)],
+    workgroups: Workgroups,
+) -> Result<Dispatch, KernelError> {
     let pipeline = ctx.pipeline(shader, entry, defines)?;
-    let bind_group = ctx.bind_group(label, &pipeline, buffers);
+    let bind_group = ctx.bind_group_numbered(label, &pipeline, buffers);
     Ok(Dispatch {
         label: label.to_string().into(),
         pipeline,
