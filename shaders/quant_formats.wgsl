@@ -394,32 +394,43 @@ fn run_start(part: u32, run: u32) -> u32 {
     return (part >> 2u) * 64u + (part & 3u) * 8u + (run & 1u) * 4u + (run >> 1u) * 32u;
 }
 
-fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+// A part's scales and mins, (d·scale, dmin·min) of its low and high sub-blocks, and its
+// nibbles, one per byte, a run a word.
+struct Q4kPart {
+    low: vec2<f32>,
+    high: vec2<f32>,
+    quants: vec4<u32>,
+}
+
+fn q4k_part(block_byte: u32, part: u32) -> Q4kPart {
     let dm = unpack2x16float(word_at(block_byte));
     let j = part >> 2u;
-    let low = k_scale_min(block_byte + 4u, 2u * j) * dm;
-    let high = k_scale_min(block_byte + 4u, 2u * j + 1u) * dm;
     let w = (block_byte + 16u + j * 32u + (part & 3u) * 8u) >> 2u;
     let q0 = weights[w];
     let q1 = weights[w + 1u];
-    let low_dot = dot(byte_values(nibbles(q0, 0u), 0.0), xs.r0) + dot(byte_values(nibbles(q1, 0u), 0.0), xs.r1);
-    let high_dot = dot(byte_values(nibbles(q0, 4u), 0.0), xs.r2) + dot(byte_values(nibbles(q1, 4u), 0.0), xs.r3);
-    return low.x * low_dot - low.y * (x_sums.x + x_sums.y) + high.x * high_dot - high.y * (x_sums.z + x_sums.w);
+    return Q4kPart(
+        k_scale_min(block_byte + 4u, 2u * j) * dm,
+        k_scale_min(block_byte + 4u, 2u * j + 1u) * dm,
+        vec4<u32>(nibbles(q0, 0u), nibbles(q1, 0u), nibbles(q0, 4u), nibbles(q1, 4u)),
+    );
+}
+
+fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
+    let p = q4k_part(block_byte, part);
+    let w = byte_runs(p.quants, 0.0);
+    let low_dot = dot(w.r0, xs.r0) + dot(w.r1, xs.r1);
+    let high_dot = dot(w.r2, xs.r2) + dot(w.r3, xs.r3);
+    return p.low.x * low_dot - p.low.y * (x_sums.x + x_sums.y) + p.high.x * high_dot - p.high.y * (x_sums.z + x_sums.w);
 }
 
 // part_dot on x in Q8 form: runs 0 and 1 lie in one 32-value block of x, as do runs 2 and 3.
 fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
-    let dm = unpack2x16float(word_at(block_byte));
-    let j = part >> 2u;
-    let low = k_scale_min(block_byte + 4u, 2u * j) * dm;
-    let high = k_scale_min(block_byte + 4u, 2u * j + 1u) * dm;
-    let w = (block_byte + 16u + j * 32u + (part & 3u) * 8u) >> 2u;
-    let q0 = weights[w];
-    let q1 = weights[w + 1u];
-    let low_dot = dot4I8Packed(nibbles(q0, 0u), xq.words.x) + dot4I8Packed(nibbles(q1, 0u), xq.words.y);
-    let high_dot = dot4I8Packed(nibbles(q0, 4u), xq.words.z) + dot4I8Packed(nibbles(q1, 4u), xq.words.w);
-    return low.x * xq.scales.x * f32(low_dot) - low.y * (xq.sums.x + xq.sums.y)
-        + high.x * xq.scales.z * f32(high_dot) - high.y * (xq.sums.z + xq.sums.w);
+    let p = q4k_part(block_byte, part);
+    let q = p.quants;
+    let low_dot = dot4I8Packed(q.x, xq.words.x) + dot4I8Packed(q.y, xq.words.y);
+    let high_dot = dot4I8Packed(q.z, xq.words.z) + dot4I8Packed(q.w, xq.words.w);
+    return p.low.x * xq.scales.x * f32(low_dot) - p.low.y * (xq.sums.x + xq.sums.y)
+        + p.high.x * xq.scales.z * f32(high_dot) - p.high.y * (xq.sums.z + xq.sums.w);
 }
 #endif
 
