@@ -1,27 +1,23 @@
 // Causal attention over the KV cache with an online softmax. Keys are taken a tile of WG at
-// a time, the tile's probabilities go through shared memory, and each thread accumulates its
-// own slice of the output dimensions. Every kernel but the merge keeps QUERIES queries of the
-// workgroup, scaled, in shared memory, so each key and value it reads serves all of them.
+// a time (one key per thread, its row read as vec4s), the tile's probabilities go through
+// shared memory, and each thread accumulates its own slice of the output dimensions.
 // Grouped-query attention: query head h reads kv head h / (n_heads / n_kv_heads).
 // Params.window > 0 (sliding-window layers): a query at position p sees keys p - window + 1 ..= p.
 // Entry points:
-//   main (QUERIES 1): one workgroup per (token, head) walks all of its keys, one key per
-//     thread; any number of tokens.
-//   block_main (BLOCK, needs SUBGROUPS), for prefill: one workgroup per QUERIES consecutive
-//     tokens of a head; WG is a multiple of HEAD_DIM / 4.
+//   main: one workgroup per (token, head) walks all of its keys; any number of tokens.
+//   block_main (BLOCK, needs subgroups), for prefill: one workgroup per QUERIES consecutive
+//     tokens of a head, so each key and value read serves all of them; WG is a multiple of
+//     HEAD_DIM / 4.
 //   split_partial (SPLIT) + split_combine (MERGE), for decode: flash-decoding. The one query's keys are
 //     cut into up to N_SPLITS slices of at least MIN_SLICE_KEYS keys, one workgroup per
-//     (QUERIES consecutive query heads of one kv head, slice) leaves an unnormalized partial per
-//     query head (its running max, sum and weighted values), and a workgroup per query head
-//     merges them, so a long context spreads over many workgroups instead of walking serially
-//     in a few. Workgroups past the filled slices only mark theirs empty. QUERIES > 1 (grouped
-//     query heads, with SUBGROUPS) reads each key and value row once for all the heads that
-//     share it instead of once per head; without subgroups QUERIES is 1 and the reductions are
-//     trees in shared memory.
+//     (head, slice) leaves an unnormalized partial (its running max, sum and weighted values),
+//     and a workgroup per head merges them, so a long context spreads over many workgroups
+//     instead of walking serially in a few. Workgroups past the filled slices only mark theirs
+//     empty.
 //     With ROPE_STORE, split_partial also takes over fused_qk_rope_store.wgsl's work for the
-//     step: each workgroup norms (QK_NORM) and rotates its query heads' raw rows itself, and
-//     the workgroups whose slice holds the step's position rotate its key and store it and its
-//     value in the cache before reading them (one per kv head where QUERIES is the whole group).
+//     step: each workgroup norms (QK_NORM) and rotates its head's raw query itself, and the
+//     workgroups whose slice holds the step's position rotate its key and store it and its
+//     value in the cache before reading them (several do, with identical values, under GQA).
 #include "step.wgsl"
 
 #ifdef F16
@@ -133,47 +129,80 @@ fn split_combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
 @group(0) @binding(5) var<uniform> params: Params;
 #endif
 
-const COLUMNS = HEAD_DIM / 4u;
-// Whole groups of COLUMNS threads; where COLUMNS does not divide WG (heads of 96 values: 24
-// columns, 10 groups of 256 threads) the threads past the last group only join the reductions.
-const GROUPS = WG / COLUMNS;
+const DIMS_PER_THREAD = (HEAD_DIM + WG - 1u) / WG;
 const NO_SCORE = -3.0e38;
 
-// The workgroup's queries, scaled: [query][vec4 column].
-var<workgroup> q_block: array<vec4<f32>, QUERIES * COLUMNS>;
-// A tile's probabilities: [query][key in tile].
-var<workgroup> tile_probs: array<f32, QUERIES * WG>;
+#ifndef BLOCK
+var<workgroup> q_shared: array<vec4<f32>, HEAD_DIM / 4u>;
+var<workgroup> probs: array<f32, WG>;
 
-// Fills q_block with the query rows `stride` values apart from element `first`, scaled; rows
-// from `n_queries` on are zeros.
-fn load_queries(lid: u32, first: u32, stride: u32, n_queries: u32) {
-    for (var i = lid; i < QUERIES * COLUMNS; i += WG) {
-        let query = i / COLUMNS;
-        var value = vec4<f32>(0.0);
-        if (query < n_queries) {
-            let base = first + query * stride + 4u * (i % COLUMNS);
-            value = vec4<f32>(q[base], q[base + 1u], q[base + 2u], q[base + 3u]) * params.scale;
-        }
-        q_block[i] = value;
+#include "workgroup_reduce.wgsl"
+
+fn load_query(lid: u32, q_base: u32) {
+    for (var d = lid; d < HEAD_DIM / 4u; d += WG) {
+        let i = q_base + 4u * d;
+        q_shared[d] = vec4<f32>(q[i], q[i + 1u], q[i + 2u], q[i + 3u]) * params.scale;
     }
     workgroupBarrier();
 }
+#endif
+
 
 #ifdef BLOCK
-#include "attention_queries.wgsl"
+const COLUMNS = HEAD_DIM / 4u;
+const GROUPS = WG / COLUMNS;
+
+// The block's queries, scaled: [query][vec4 column].
+var<workgroup> q_block: array<vec4<f32>, QUERIES * COLUMNS>;
+// A tile's probabilities: [query][key in tile].
+var<workgroup> tile_probs: array<f32, QUERIES * WG>;
+// Per-subgroup maxima, then sums: [query][subgroup].
+var<workgroup> subgroup_partials: array<f32, QUERIES * MAX_SUBGROUPS>;
+var<workgroup> group_acc: array<vec4<f32>, WG>;
+
+struct SubgroupIds {
+    lane: u32,
+    subgroup: u32,
+    count: u32,
+}
+
+// The largest (or, with `add`, the total) over the workgroup of each query's value: within
+// each subgroup, then over the subgroups' slots. Every thread gets every query's result.
+fn combine_queries(values: array<f32, QUERIES>, add: bool, ids: SubgroupIds) -> array<f32, QUERIES> {
+    for (var query = 0u; query < QUERIES; query++) {
+        // Both, then a select: subgroup operations stay in uniform control flow.
+        let partial = select(subgroupMax(values[query]), subgroupAdd(values[query]), add);
+        if (ids.lane == 0u) {
+            subgroup_partials[query * MAX_SUBGROUPS + ids.subgroup] = partial;
+        }
+    }
+    workgroupBarrier();
+    var results: array<f32, QUERIES>;
+    for (var query = 0u; query < QUERIES; query++) {
+        var result = subgroup_partials[query * MAX_SUBGROUPS];
+        for (var s = 1u; s < ids.count; s++) {
+            let other = subgroup_partials[query * MAX_SUBGROUPS + s];
+            result = select(max(result, other), result + other, add);
+        }
+        results[query] = result;
+    }
+    workgroupBarrier();
+    return results;
+}
 
 // Keys go a tile of WG at a time: thread j scores key j against every query of the block
-// (one read of its row), and attend_tile adds the tile's values.
+// (one read of its row), and thread (group g, column c) accumulates vec4 column c of keys
+// g, g + GROUPS, … for every query; the groups' sums are added at the end.
 @compute @workgroup_size(WG)
 fn block_main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
-    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_invocation_id) subgroup_lane: u32,
     @builtin(subgroup_id) subgroup: u32,
     @builtin(num_subgroups) subgroups: u32,
 ) {
-    let thread = Thread(lid, lane, subgroup, subgroups);
+    let ids = SubgroupIds(subgroup_lane, subgroup, subgroups);
     let item = wid.x + wid.y * nwg.x;
     let blocks = (step.n_tokens + QUERIES - 1u) / QUERIES;
     if (item >= blocks * params.n_heads) {
@@ -182,15 +211,37 @@ fn block_main(
     let head = item % params.n_heads;
     let t0 = (item / params.n_heads) * QUERIES;
     let n_queries = min(QUERIES, step.n_tokens - t0);
-    load_queries(lid, (t0 * params.n_heads + head) * HEAD_DIM, params.n_heads * HEAD_DIM, n_queries);
+    for (var i = lid; i < QUERIES * COLUMNS; i += WG) {
+        let query = i / COLUMNS;
+        var value = vec4<f32>(0.0);
+        if (query < n_queries) {
+            let base = ((t0 + query) * params.n_heads + head) * HEAD_DIM + 4u * (i % COLUMNS);
+            value = vec4<f32>(q[base], q[base + 1u], q[base + 2u], q[base + 3u]) * params.scale;
+        }
+        q_block[i] = value;
+    }
     let kv_stride = params.n_kv_heads * COLUMNS;
     let kv_base = (head / (params.n_heads / params.n_kv_heads)) * COLUMNS;
     let pos0 = step.pos + t0;
     let end = pos0 + n_queries;
-    var state = no_keys_yet();
+    let column = lid % COLUMNS;
+    let group = lid / COLUMNS;
+    var running_max: array<f32, QUERIES>;
+    var running_sum: array<f32, QUERIES>;
+    var acc: array<vec4<f32>, QUERIES>;
+    for (var query = 0u; query < QUERIES; query++) {
+        running_max[query] = NO_SCORE;
+        running_sum[query] = 0.0;
+        acc[query] = vec4<f32>(0.0);
+    }
+    workgroupBarrier();
+
     for (var tile = first_key(pos0); tile < end; tile += WG) {
         let key_pos = tile + lid;
         var dots: array<vec4<f32>, QUERIES>;
+        for (var query = 0u; query < QUERIES; query++) {
+            dots[query] = vec4<f32>(0.0);
+        }
         if (key_pos < end) {
             let k_base = (key_pos % params.cache_len) * kv_stride + kv_base;
             for (var d = 0u; d < COLUMNS; d++) {
@@ -206,24 +257,48 @@ fn block_main(
             let seen = key_pos < end && query < n_queries && key_pos <= q_pos && key_pos >= first_key(q_pos);
             scores[query] = select(NO_SCORE, dot(dots[query], vec4<f32>(1.0)), seen);
         }
-        attend_tile(&state, scores, thread, tile, min(WG, end - tile), kv_stride, kv_base);
+        let tile_max = combine_queries(scores, false, ids);
+        var probs: array<f32, QUERIES>;
+        for (var query = 0u; query < QUERIES; query++) {
+            let new_max = max(running_max[query], tile_max[query]);
+            // Unseen keys weigh nothing, even while a query has seen no key yet.
+            probs[query] = select(0.0, exp(scores[query] - new_max), scores[query] > NO_SCORE);
+            tile_probs[query * WG + lid] = probs[query];
+            let correction = exp(running_max[query] - new_max);
+            running_max[query] = new_max;
+            running_sum[query] *= correction;
+            acc[query] *= correction;
+        }
+        let tile_sum = combine_queries(probs, true, ids);
+        for (var query = 0u; query < QUERIES; query++) {
+            running_sum[query] += tile_sum[query];
+        }
+        let keys_in_tile = min(WG, end - tile);
+        for (var j = group; j < keys_in_tile; j += GROUPS) {
+            let value = vec4<f32>(v_cache[((tile + j) % params.cache_len) * kv_stride + kv_base + column]);
+            for (var query = 0u; query < QUERIES; query++) {
+                acc[query] += tile_probs[query * WG + j] * value;
+            }
+        }
+        workgroupBarrier();
     }
 
-    let sums = combine_queries(state.sum, true, thread);
     for (var query = 0u; query < QUERIES; query++) {
-        let total = sum_over_groups(lid, state.acc[query]);
-        if (lid < COLUMNS && query < n_queries) {
-            out[((t0 + query) * params.n_heads + head) * COLUMNS + lid] = total / sums[query];
+        group_acc[lid] = acc[query];
+        workgroupBarrier();
+        if (group == 0u && query < n_queries) {
+            var total = group_acc[column];
+            for (var g = 1u; g < GROUPS; g++) {
+                total += group_acc[g * COLUMNS + column];
+            }
+            out[((t0 + query) * params.n_heads + head) * COLUMNS + column] = total / running_sum[query];
         }
+        workgroupBarrier();
     }
 }
 #endif
 #ifndef SPLIT
 #ifndef BLOCK
-#include "workgroup_reduce.wgsl"
-
-const DIMS_PER_THREAD = (HEAD_DIM + WG - 1u) / WG;
-
 // Online-softmax state of one workgroup: the max and sum of its scores, and its thread's
 // output dimensions lid + i·WG weighted by exp(score - max), not yet divided by the sum.
 struct Attended {
@@ -232,7 +307,7 @@ struct Attended {
     acc: array<f32, DIMS_PER_THREAD>,
 }
 
-// Attends the query in q_block over key positions first..end of kv head `kv_head`.
+// Attends the query in q_shared over key positions first..end of kv head `kv_head`.
 fn attend(lid: u32, kv_head: u32, first: u32, end: u32) -> Attended {
     let kv_stride = params.n_kv_heads * HEAD_DIM;
     let kv_base = kv_head * HEAD_DIM;
@@ -248,8 +323,8 @@ fn attend(lid: u32, kv_head: u32, first: u32, end: u32) -> Attended {
         if (key_pos < end) {
             let k_base = ((key_pos % params.cache_len) * kv_stride + kv_base) / 4u;
             var dot4 = vec4<f32>(0.0);
-            for (var d = 0u; d < COLUMNS; d++) {
-                dot4 += q_block[d] * vec4<f32>(k_cache[k_base + d]);
+            for (var d = 0u; d < HEAD_DIM / 4u; d++) {
+                dot4 += q_shared[d] * vec4<f32>(k_cache[k_base + d]);
             }
             score = dot4.x + dot4.y + dot4.z + dot4.w;
         }
@@ -258,7 +333,7 @@ fn attend(lid: u32, kv_head: u32, first: u32, end: u32) -> Attended {
         if (key_pos < end) {
             p = exp(score - new_max);
         }
-        tile_probs[lid] = p;
+        probs[lid] = p;
         let tile_sum = workgroup_sum(lid, p);
         let correction = exp(state.max - new_max);
         state.sum = state.sum * correction + tile_sum;
@@ -270,7 +345,7 @@ fn attend(lid: u32, kv_head: u32, first: u32, end: u32) -> Attended {
                 var sum = state.acc[i] * correction;
                 for (var j = 0u; j < keys_in_tile; j++) {
                     let v_index = ((tile + j) % params.cache_len) * kv_stride + kv_base + d;
-                    sum += tile_probs[j] * f32(v_cache[v_index]);
+                    sum += probs[j] * f32(v_cache[v_index]);
                 }
                 state.acc[i] = sum;
             }
@@ -293,7 +368,7 @@ fn main(
     let token = item / params.n_heads;
     let head = item % params.n_heads;
     let q_base = item * HEAD_DIM;
-    load_queries(lid, q_base, HEAD_DIM, 1u);
+    load_query(lid, q_base);
     let q_pos = step.pos + token;
     let state = attend(lid, head / (params.n_heads / params.n_kv_heads), first_key(q_pos), q_pos + 1u);
     for (var i = 0u; i < DIMS_PER_THREAD; i++) {
@@ -305,56 +380,32 @@ fn main(
 }
 #endif
 #else
-#ifdef SUBGROUPS
-#ifdef QK_NORM
-// The key's norm: a tree, in only the one workgroup per kv head that stores the key.
-#include "workgroup_reduce.wgsl"
-#endif
-#else
-#include "workgroup_reduce.wgsl"
-#endif
-#include "attention_queries.wgsl"
+const COLUMNS = HEAD_DIM / 4u;
+const GROUPS = WG / COLUMNS;
+
+var<workgroup> group_sums: array<vec4<f32>, WG>;
 
 #ifdef ROPE_STORE
 #include "qk_rope.wgsl"
 
-// Four rotated values of staged row `row` from element 4·column.
-fn rotated4(row: u32, column: u32, scale: f32, cs_base: u32) -> vec4<f32> {
+// Four rotated values of the q or k row from element 4·column.
+fn rotated4(column: u32, scale: f32, is_query: bool, cs_base: u32) -> vec4<f32> {
     let d = 4u * column;
-    return vec4<f32>(rotated(row, d, scale, cs_base), rotated(row, d + 1u, scale, cs_base), rotated(row, d + 2u, scale, cs_base), rotated(row, d + 3u, scale, cs_base));
+    return vec4<f32>(rotated(d, scale, is_query, cs_base), rotated(d + 1u, scale, is_query, cs_base), rotated(d + 2u, scale, is_query, cs_base), rotated(d + 3u, scale, is_query, cs_base));
 }
 
-// As load_queries, for the raw rows of the QUERIES query heads from `first_head` at position
-// `pos`, each normed and rotated first; with stores_key (uniform over the workgroup) also
-// rotates the step's key of `kv_head` into the cache at `pos`, with its value, visible to the
-// workgroup afterwards. Every thread calls it.
-fn load_rotated_queries(thread: Thread, first_head: u32, kv_head: u32, pos: u32, stores_key: bool) {
-    let lid = thread.lid;
-    let sums = stage_rows(lid, first_head * HEAD_DIM, kv_head * HEAD_DIM, true, stores_key);
-    // Without QK_NORM the rows are rotated as they are and the scales go unused.
-    var q_scales: array<f32, QUERIES>;
-    var k_scale: f32;
-#ifdef QK_NORM
-    // One reduction for all the query rows.
-    let q_sums = combine_queries(sums.queries, true, thread);
-    for (var query = 0u; query < QUERIES; query++) {
-        q_scales[query] = norm_scale(q_sums[query]);
-    }
-    if (stores_key) {
-        k_scale = norm_scale(workgroup_sum(lid, sums.key));
-    }
-#else
-    workgroupBarrier();
-#endif
+// As load_query, for the raw query of `head` at position `pos`, normed and rotated first;
+// with stores_key (uniform over the workgroup) also rotates the step's key of `kv_head` into
+// the cache at `pos`, with its value, visible to the workgroup afterwards. Both raw rows are
+// read in one round of loads. Every thread calls it.
+fn load_rotated_query(lid: u32, head: u32, kv_head: u32, pos: u32, stores_key: bool) {
+    let scales = load_rows(lid, head * HEAD_DIM, kv_head * HEAD_DIM, true, stores_key);
     let cs_base = rope_base(pos);
-    for (var i = lid; i < QUERIES * COLUMNS; i += WG) {
-        let query = i / COLUMNS;
-        q_block[i] = rotated4(query, i % COLUMNS, q_scales[query], cs_base) * params.scale;
-    }
-    if (stores_key) {
-        let slot = ((pos % params.cache_len) * params.n_kv_heads + kv_head) * COLUMNS;
-        for (var column = lid; column < COLUMNS; column += WG) {
-            k_cache[slot + column] = vec4<kv_t>(rotated4(KEY_ROW, column, k_scale, cs_base));
+    let slot = ((pos % params.cache_len) * params.n_kv_heads + kv_head) * COLUMNS;
+    for (var column = lid; column < COLUMNS; column += WG) {
+        q_shared[column] = rotated4(column, scales.x, true, cs_base) * params.scale;
+        if (stores_key) {
+            k_cache[slot + column] = vec4<kv_t>(rotated4(column, scales.y, false, cs_base));
             let d = kv_head * HEAD_DIM + 4u * column;
             v_cache[slot + column] = vec4<kv_t>(vec4<f32>(v[d], v[d + 1u], v[d + 2u], v[d + 3u]));
         }
@@ -364,69 +415,52 @@ fn load_rotated_queries(thread: Thread, first_head: u32, kv_head: u32, pos: u32,
 }
 #endif
 
-// The scores of key tile + lid against every query for lid < keys_in_tile (NO_SCORE for the
-// others). A decode slice often holds only a few keys: one thread walking a key's whole row
-// would chain HEAD_DIM / 4 loads, so each key gets the most threads the tile leaves it (a
-// power of two up to a thread per vector), which read neighbouring vectors, dot each with
-// every query and sum the partial dots in `tile_probs`. The caller reduces over the workgroup
-// before `tile_probs` is written again.
-fn tile_scores(lid: u32, tile: u32, keys_in_tile: u32, kv_stride: u32, kv_base: u32) -> array<f32, QUERIES> {
+// The score of key tile + lid for lid < keys_in_tile (NO_SCORE for the others). A decode
+// slice often holds only a few keys: one thread walking a key's whole row would chain
+// HEAD_DIM / 4 loads, so each key gets the most threads the tile leaves it (a power of two
+// up to a thread per vector), which read neighbouring vectors and sum them in `probs`.
+fn tile_score(lid: u32, tile: u32, keys_in_tile: u32, kv_stride: u32, kv_base: u32) -> f32 {
     var per_key = 1u;
     while (per_key < COLUMNS && keys_in_tile * per_key * 2u <= WG) {
         per_key *= 2u;
     }
     let key = lid / per_key;
     let part = lid % per_key;
-    var dots: array<vec4<f32>, QUERIES>;
+    var partial = 0.0;
     if (key < keys_in_tile) {
         let k_base = ((tile + key) % params.cache_len) * kv_stride + kv_base;
+        var dot4 = vec4<f32>(0.0);
         for (var d = part; d < COLUMNS; d += per_key) {
-            let k = vec4<f32>(k_cache[k_base + d]);
-            for (var query = 0u; query < QUERIES; query++) {
-                dots[query] += q_block[query * COLUMNS + d] * k;
-            }
+            dot4 += q_shared[d] * vec4<f32>(k_cache[k_base + d]);
         }
+        partial = dot4.x + dot4.y + dot4.z + dot4.w;
     }
-    for (var query = 0u; query < QUERIES; query++) {
-        tile_probs[query * WG + lid] = dot(dots[query], vec4<f32>(1.0));
-    }
+    probs[lid] = partial;
     workgroupBarrier();
     for (var stride = per_key / 2u; stride > 0u; stride >>= 1u) {
         if (part < stride) {
-            for (var query = 0u; query < QUERIES; query++) {
-                tile_probs[query * WG + lid] += tile_probs[query * WG + lid + stride];
-            }
+            probs[lid] += probs[lid + stride];
         }
         workgroupBarrier();
     }
-    var scores: array<f32, QUERIES>;
-    for (var query = 0u; query < QUERIES; query++) {
-        scores[query] = NO_SCORE;
-        if (lid < keys_in_tile) {
-            scores[query] = tile_probs[query * WG + lid * per_key];
-        }
+    var score = NO_SCORE;
+    if (lid < keys_in_tile) {
+        score = probs[lid * per_key];
     }
-    return scores;
+    // `probs` is written again once every thread has its score.
+    workgroupBarrier();
+    return score;
 }
 
-// Workgroup (QUERIES consecutive query heads of one kv head, slice) for the step's single
-// token; an empty slice leaves sum 0 for each head. Scores come from tile_scores, the values
-// from attend_tile, whose thread groups keep each thread's chain of dependent loads short.
+// Workgroup (head, slice) for the step's single token; an empty slice leaves sum 0. Scores
+// come from tile_score; for the values, thread (group g, column c) sums keys g, g + GROUPS,
+// … of vec4 column c, which keeps each thread's chain of dependent loads short.
 @compute @workgroup_size(WG)
 fn split_partial(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
-#ifdef SUBGROUPS
-    @builtin(subgroup_invocation_id) lane: u32,
-    @builtin(subgroup_id) subgroup: u32,
-    @builtin(num_subgroups) subgroups: u32,
 ) {
-    let thread = Thread(lid, lane, subgroup, subgroups);
-#else
-) {
-    let thread = Thread(lid, 0u, 0u, 1u);
-#endif
-    let first_head = (wid.x / N_SPLITS) * QUERIES;
+    let head = wid.x / N_SPLITS;
     let slice = wid.x % N_SPLITS;
     let q_pos = step.pos;
     let first = first_key(q_pos);
@@ -435,36 +469,58 @@ fn split_partial(
     let keys_per_slice = max((q_pos + 1u - first + N_SPLITS - 1u) / N_SPLITS, MIN_SLICE_KEYS);
     let slice_first = min(first + slice * keys_per_slice, q_pos + 1u);
     let slice_end = min(slice_first + keys_per_slice, q_pos + 1u);
+    let item = head * N_SPLITS + slice;
     if (slice_first == slice_end) {
-        if (lid < QUERIES) {
-            split_stats[(first_head + lid) * N_SPLITS + slice] = vec2<f32>(NO_SCORE, 0.0);
+        if (lid == 0u) {
+            split_stats[item] = vec2<f32>(NO_SCORE, 0.0);
         }
         return;
     }
-    let kv_head = first_head / (params.n_heads / params.n_kv_heads);
+    let kv_head = head / (params.n_heads / params.n_kv_heads);
 #ifdef ROPE_STORE
-    load_rotated_queries(thread, first_head, kv_head, q_pos, slice_end == q_pos + 1u);
+    load_rotated_query(lid, head, kv_head, q_pos, slice_end == q_pos + 1u);
 #else
-    load_queries(lid, first_head * HEAD_DIM, HEAD_DIM, QUERIES);
+    load_query(lid, head * HEAD_DIM);
 #endif
     let kv_stride = params.n_kv_heads * COLUMNS;
     let kv_base = kv_head * COLUMNS;
-    var state = no_keys_yet();
+    let column = lid % COLUMNS;
+    let group = lid / COLUMNS;
+
+    var running_max = NO_SCORE;
+    var running_sum = 0.0;
+    var acc = vec4<f32>(0.0);
     for (var tile = slice_first; tile < slice_end; tile += WG) {
+        let key_pos = tile + lid;
         let keys_in_tile = min(WG, slice_end - tile);
-        let scores = tile_scores(lid, tile, keys_in_tile, kv_stride, kv_base);
-        attend_tile(&state, scores, thread, tile, keys_in_tile, kv_stride, kv_base);
+        let score = tile_score(lid, tile, keys_in_tile, kv_stride, kv_base);
+        let new_max = max(running_max, workgroup_max(lid, score));
+        var p = 0.0;
+        if (key_pos < slice_end) {
+            p = exp(score - new_max);
+        }
+        probs[lid] = p;
+        let tile_sum = workgroup_sum(lid, p);
+        let correction = exp(running_max - new_max);
+        running_sum = running_sum * correction + tile_sum;
+        running_max = new_max;
+        acc *= correction;
+        // Threads past the last whole group (see GROUPS) add nothing.
+        for (var j = group; j < keys_in_tile && group < GROUPS; j += GROUPS) {
+            acc += probs[j] * vec4<f32>(v_cache[((tile + j) % params.cache_len) * kv_stride + kv_base + column]);
+        }
+        workgroupBarrier();
     }
-    let sums = combine_queries(state.sum, true, thread);
-    for (var query = 0u; query < QUERIES; query++) {
-        let item = (first_head + query) * N_SPLITS + slice;
-        let total = sum_over_groups(lid, state.acc[query]);
-        if (lid < COLUMNS) {
-            split_acc[item * COLUMNS + lid] = total;
+    group_sums[lid] = acc;
+    workgroupBarrier();
+    if (group == 0u) {
+        for (var g = 1u; g < GROUPS; g++) {
+            acc += group_sums[g * COLUMNS + column];
         }
-        if (lid == 0u) {
-            split_stats[item] = vec2<f32>(state.max[query], sums[query]);
-        }
+        split_acc[item * COLUMNS + column] = acc;
+    }
+    if (lid == 0u) {
+        split_stats[item] = vec2<f32>(running_max, running_sum);
     }
 }
 #endif

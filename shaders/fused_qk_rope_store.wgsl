@@ -41,29 +41,6 @@ struct Params {
 #include "workgroup_reduce.wgsl"
 #include "qk_rope.wgsl"
 
-// A workgroup rotates one q row or one k row.
-const QUERIES = 1u;
-
-// Stages the q row from element q_base (with_query) or the k row from k_base (with_key) and
-// returns their norm scales (1 without QK_NORM, or for a row not staged), the rows visible to
-// every thread. Every thread calls it with the same flags.
-fn load_rows(lid: u32, q_base: u32, k_base: u32, with_query: bool, with_key: bool) -> vec2<f32> {
-    let sums = stage_rows(lid, q_base, k_base, with_query, with_key);
-    var scales = vec2<f32>(1.0);
-#ifdef QK_NORM
-    // Only the staged row is reduced.
-    if (with_query) {
-        scales.x = norm_scale(workgroup_sum(lid, sums.queries[0]));
-    }
-    if (with_key) {
-        scales.y = norm_scale(workgroup_sum(lid, sums.key));
-    }
-#else
-    workgroupBarrier();
-#endif
-    return scales;
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let rows_per_token = params.n_heads + params.n_kv_heads;
@@ -85,7 +62,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let cs_base = rope_base(pos);
     let slot_base = ((pos % params.cache_len) * params.n_kv_heads + kv_head) * HEAD_DIM;
     for (var d = lid; d < HEAD_DIM; d += WG) {
-        let y = rotated(select(KEY_ROW, 0u, is_query), d, scale, cs_base);
+        let y = rotated(d, scale, is_query, cs_base);
         if (is_query) {
             q[q_base + d] = y;
         } else {

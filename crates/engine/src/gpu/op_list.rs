@@ -113,11 +113,6 @@ impl OpList {
         self.dispatches.iter().filter(|d| d.is_on()).map(|d| d.label.as_ref())
     }
 
-    /// The kernel variant of each dispatch, in order.
-    pub fn variants(&self) -> impl Iterator<Item = &KernelVariant> {
-        self.dispatches.iter().map(|d| d.pipeline.variant.as_ref())
-    }
-
     /// Logs which kernel variant each operation runs, once per operation and variant with the
     /// number of its dispatches (an operation of every layer is one line): at load, so a
     /// wrong variant shows in the log before any time is measured.

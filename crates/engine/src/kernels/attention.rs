@@ -47,17 +47,12 @@ impl KvCache {
     }
 
     fn defines(&self) -> Vec<Define> {
-        cache_defines(self.f16)
+        let mut defines = base_defines();
+        if self.f16 {
+            defines.push(Define::flag("F16"));
+        }
+        defines
     }
-}
-
-/// The defines every kernel reading a cache takes: F16 where it holds f16.
-fn cache_defines(f16: bool) -> Vec<Define> {
-    let mut defines = base_defines();
-    if f16 {
-        defines.push(Define::flag("F16"));
-    }
-    defines
 }
 
 #[repr(C)]
@@ -187,7 +182,6 @@ pub fn record_attention(
         defines.retain(|d| d.name != "WG");
         defines.extend([
             Define::flag("BLOCK"),
-            Define::flag("SUBGROUPS"),
             Define::u32("WG", BLOCK_WORKGROUP_SIZE),
             Define::u32("QUERIES", QUERIES_PER_BLOCK),
             Define::u32("MAX_SUBGROUPS", BLOCK_WORKGROUP_SIZE / ctx.caps.subgroup_min_size.max(1)),
@@ -198,7 +192,6 @@ pub fn record_attention(
         }));
         ops.push(make_dispatch(ctx, label, "attention.wgsl", "block_main", &defines, &buffers, workgroups)?);
     } else {
-        defines.push(Define::u32("QUERIES", 1));
         ops.push(make_dispatch(
             ctx,
             label,
@@ -294,125 +287,35 @@ const QUERIES_PER_BLOCK: u32 = 4;
 /// large GPU busy although each serves several queries.
 const BLOCK_WORKGROUP_SIZE: u32 = 256;
 
-/// Most key slices per query head in decode attention. A workgroup of the key-slice kernel
-/// serves a slice for several query heads of one kv head (`SplitLayout::queries`), so a kv
-/// head is cut into up to this many slices per head it serves: as many workgroups as one per
-/// (query head, slice) would take. With the 4 heads of the small Gemma models that is 128
-/// workgroups, about one per SM of a large GPU.
+/// Most key slices per head in decode attention: with the 4 heads of the small Gemma models
+/// that is 128 workgroups, about one per SM of a large GPU.
 const MAX_KEY_SLICES: u32 = 32;
 /// Threads of the split kernels: at least the vec4 columns of a head (64 for head_dim 256), so
 /// whole groups of threads share a slice's values; where the columns do not divide it (24 for
 /// Phi-3's head_dim 96) the threads past the last group only join the reductions. A power of
-/// two (the reductions' trees without subgroups).
+/// two (the reductions' trees) and at least MAX_KEY_SLICES.
 const SPLIT_WORKGROUP_SIZE: u32 = 256;
-/// Most query heads one key-slice workgroup serves: a head's slices, up to MAX_KEY_SLICES per
-/// query head of the workgroup, are merged a thread each.
-const MAX_QUERIES_PER_WORKGROUP: u32 = SPLIT_WORKGROUP_SIZE / MAX_KEY_SLICES;
 /// Fewest keys a slice is sized for, at load for the longest context and in the kernel for
 /// the step's: a short context fills only its first slices. Measured on an H100 (1B tg128,
-/// two rounds, one query head per workgroup): 8 keys 518.7 and 518.0 tok/s, 16 keys 509 and
-/// 511, 32 keys 493 and 496, every slice filled 516.2 and 516.5.
+/// two rounds): 8 keys 518.7 and 518.0 tok/s, 16 keys 509 and 511, 32 keys 493 and 496, every
+/// slice filled 516.2 and 516.5.
 const MIN_KEYS_PER_SLICE: u32 = 8;
 
-/// How the key-slice kernel (attention.wgsl's split_partial) runs a layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct SplitLayout {
-    /// Consecutive query heads of one kv head per workgroup, which reads each key and value
-    /// row once for all of them.
-    queries: u32,
-    head_dim: u32,
-    /// Subgroups a workgroup may have at the most, where the adapter has subgroups (the
-    /// reductions then go through them).
-    max_subgroups: Option<u32>,
+/// Key slices per head for a layer that sees at most `max_keys` keys.
+fn key_slices(max_keys: u32) -> u32 {
+    max_keys.div_ceil(MIN_KEYS_PER_SLICE).clamp(1, MAX_KEY_SLICES)
 }
 
-impl SplitLayout {
-    /// All of a kv head's query heads per workgroup (up to MAX_QUERIES_PER_WORKGROUP, a divisor of
-    /// them) where the adapter has subgroups and the kernel's shared memory fits; else one:
-    /// without subgroups every query would cost a tree reduction per tile.
-    fn new(ctx: &GpuContext, n_heads: u32, cache: &KvCache) -> SplitLayout {
-        let max_subgroups =
-            ctx.caps.subgroups.then(|| SPLIT_WORKGROUP_SIZE / ctx.caps.subgroup_min_size.max(1));
-        let one = SplitLayout { queries: 1, head_dim: cache.head_dim, max_subgroups };
-        let grouped = SplitLayout { queries: grouped_queries(n_heads, cache.n_kv_heads), ..one };
-        // Sized for the variant with the most shared memory, so the fused q/k step and plain
-        // decode attention cut a layer into the same slices.
-        let fits = grouped.shared_bytes(true, true) <= ctx.caps.max_workgroup_storage_bytes;
-        if max_subgroups.is_some() && fits {
-            grouped
-        } else {
-            one
-        }
-    }
-
-    /// Shared memory split_partial declares (with ROPE_STORE, and QK_NORM): the queries, a
-    /// tile's probabilities per query, a vec4 per thread for the groups' sums, a slot per
-    /// (query, subgroup) or else the trees' slots, and for the q/k step the staged rows (the
-    /// queries' and the key's) and the key norm's tree.
-    fn shared_bytes(self, rope_store: bool, qk_norm: bool) -> u32 {
-        let (queries, head_dim, threads) = (self.queries, self.head_dim, SPLIT_WORKGROUP_SIZE);
-        let reductions = match self.max_subgroups {
-            Some(subgroups) => queries * subgroups * 4 + if qk_norm { threads * 4 } else { 0 },
-            None => threads * 4,
-        };
-        let staged = if rope_store { (queries + 1) * head_dim * 4 } else { 0 };
-        queries * head_dim * 4 + queries * threads * 4 + threads * 16 + reductions + staged
-    }
-
-    /// The defines split_partial and split_combine share, for a cache of f16 or f32 values cut
-    /// into `slices` key slices per head.
-    fn defines(self, f16: bool, slices: u32) -> Vec<Define> {
-        let mut defines = cache_defines(f16);
-        defines.retain(|d| d.name != "WG");
-        defines.extend([
-            Define::u32("WG", SPLIT_WORKGROUP_SIZE),
-            Define::u32("HEAD_DIM", self.head_dim),
-            Define::u32("N_SPLITS", slices),
-            Define::u32("MIN_SLICE_KEYS", MIN_KEYS_PER_SLICE),
-        ]);
-        defines
-    }
-
-    /// The defines of split_partial on top of `defines`.
-    fn partial_defines(self, defines: &[Define]) -> Vec<Define> {
-        let mut partial = [defines, &[Define::flag("SPLIT"), Define::u32("QUERIES", self.queries)]].concat();
-        if let Some(subgroups) = self.max_subgroups {
-            partial.extend([Define::flag("SUBGROUPS"), Define::u32("MAX_SUBGROUPS", subgroups)]);
-        }
-        partial
-    }
-}
-
-/// Query heads per workgroup of the grouped key-slice kernel: the most, up to
-/// MAX_QUERIES_PER_WORKGROUP, that divide the query heads of a kv head.
-fn grouped_queries(n_heads: u32, n_kv_heads: u32) -> u32 {
-    let group = n_heads / n_kv_heads.max(1);
-    (1..=group.min(MAX_QUERIES_PER_WORKGROUP))
-        .rev()
-        .find(|queries| group.is_multiple_of(*queries))
-        .unwrap_or(1)
-}
-
-/// Key slices per head for a layer that sees at most `max_keys` keys, with `queries` query
-/// heads per workgroup.
-fn key_slices(max_keys: u32, queries: u32) -> u32 {
-    max_keys.div_ceil(MIN_KEYS_PER_SLICE).clamp(1, MAX_KEY_SLICES * queries)
-}
-
-/// Bytes of the per-slice values and (max, sum) stats, per query head, of a decode attention
-/// layer cut into `slices` key slices.
-fn split_buffer_sizes(n_heads: u32, head_dim: u32, slices: u32) -> (u64, u64) {
-    let partials = u64::from(n_heads) * u64::from(slices);
+/// Bytes of the per-slice values and (max, sum) stats of a decode attention layer over at most
+/// `max_keys` keys.
+fn split_buffer_sizes(n_heads: u32, head_dim: u32, max_keys: u32) -> (u64, u64) {
+    let partials = u64::from(n_heads) * u64::from(key_slices(max_keys));
     (partials * u64::from(head_dim) * 4, partials * 8)
 }
 
-/// Scratch a decode attention layer over at most `max_keys` keys keeps for its key slices (see
-/// `split_buffer_sizes`). Sized for the grouped kernel, whose slices are the most: an adapter
-/// that runs one query head per workgroup (no subgroups, or too little shared memory) takes
-/// less.
-pub fn split_scratch_bytes(n_heads: u32, n_kv_heads: u32, head_dim: u32, max_keys: u32) -> u64 {
-    let slices = key_slices(max_keys, grouped_queries(n_heads, n_kv_heads));
-    let (values, stats) = split_buffer_sizes(n_heads, head_dim, slices);
+/// Scratch a decode attention layer keeps for its key slices (see `split_buffer_sizes`).
+pub fn split_scratch_bytes(n_heads: u32, head_dim: u32, max_keys: u32) -> u64 {
+    let (values, stats) = split_buffer_sizes(n_heads, head_dim, max_keys);
     values + stats
 }
 
@@ -473,20 +376,26 @@ fn record_split_attention(
     let AttentionLayer { cache, output, step, window, .. } = *layer;
     let n_heads = check_heads(queries, layer)?;
     let max_keys = if window > 0 { window.min(cache.cache_len) } else { cache.cache_len };
-    let layout = SplitLayout::new(ctx, n_heads, cache);
-    let slices = key_slices(max_keys, layout.queries);
+    let slices = key_slices(max_keys);
     let mut params = AttentionParams::new(layer, n_heads);
     if let Some((_, qk)) = qk {
         (params.rot_dim, params.max_positions, params.eps) =
             (qk.table.rot_dim, qk.table.max_positions, qk.eps());
     }
     let params = ctx.uniform_buffer(label, &params);
-    let (values_bytes, stats_bytes) = split_buffer_sizes(n_heads, cache.head_dim, slices);
+    let (values_bytes, stats_bytes) = split_buffer_sizes(n_heads, cache.head_dim, max_keys);
     let split_acc = ctx.zeroed_storage(&format!("{label} slice values"), values_bytes);
     let split_stats = ctx.zeroed_storage(&format!("{label} slice stats"), stats_bytes);
-    let defines = layout.defines(cache.f16, slices);
+    let mut defines = cache.defines();
+    defines.retain(|d| d.name != "WG");
+    defines.extend([
+        Define::u32("WG", SPLIT_WORKGROUP_SIZE),
+        Define::u32("HEAD_DIM", cache.head_dim),
+        Define::u32("N_SPLITS", slices),
+        Define::u32("MIN_SLICE_KEYS", MIN_KEYS_PER_SLICE),
+    ]);
     let max = ctx.caps.max_workgroups_per_dimension;
-    let mut partial_defines = layout.partial_defines(&defines);
+    let mut partial_defines = [defines.as_slice(), &[Define::flag("SPLIT")]].concat();
     let mut partial_buffers =
         vec![queries.buffer(), &cache.k, &cache.v, &split_acc, &split_stats, step.buffer(), &params];
     let mut slices_label = format!("{label} slices");
@@ -506,7 +415,7 @@ fn record_split_attention(
         "split_partial",
         &partial_defines,
         &partial_buffers,
-        Workgroups::Fixed(grid(n_heads / layout.queries * slices, max)),
+        Workgroups::Fixed(grid(n_heads * slices, max)),
     )?);
     let merge_defines = [defines.as_slice(), &[Define::flag("MERGE")]].concat();
     ops.push(make_dispatch(
@@ -551,63 +460,39 @@ fn check_heads(queries: &GpuTensor, layer: &AttentionLayer) -> Result<u32, Kerne
 }
 
 #[cfg(test)]
-mod naga_tests {
+mod flash_tests {
     //! Lavapipe has no cooperative matrices, so the tensor-core prefill kernel only runs on
-    //! adapters that have them (tests/kernels_transformer.rs checks it there), and a test run
-    //! reaches the key-slice kernel only for the adapter's subgroup size and the shapes it
-    //! tries. Here naga parses, validates and translates both to SPIR-V for each head dimension
-    //! (and each grouping of query heads), and the shared memory they declare is what their
-    //! recorders budget.
-    use super::{FlashTile, SplitLayout, MAX_QUERIES_PER_WORKGROUP};
-    use crate::gpu::Define;
-    use crate::kernels::naga_check::{translated, workgroup_bytes};
+    //! adapters that have them (tests/kernels_transformer.rs checks it there against f64). Here
+    //! naga parses, validates and translates it to SPIR-V for each head dimension, and the shared
+    //! memory it declares is what `FlashTile::shared_bytes` budgets.
+    use super::FlashTile;
+    use crate::gpu::shader::expand;
 
     #[test]
     fn flash_attention_translates_to_spirv_for_each_head_dimension() {
         for head_dim in [64, 96, 128, 256] {
             let tile = FlashTile::new(head_dim);
-            let module = translated(&format!("{tile:?}"), "attention_flash.wgsl", &tile.defines());
-            let declared = workgroup_bytes(&module, &[]);
+            let source = expand("attention_flash.wgsl", &tile.defines()).unwrap();
+            let module = naga::front::wgsl::parse_str(&source)
+                .unwrap_or_else(|e| panic!("{head_dim}: {}", e.emit_to_string(&source)));
+            let info = naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::all(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{head_dim}: {}", e.emit_to_string(&source)));
+            let options = naga::back::spv::Options { lang_version: (1, 6), ..Default::default() };
+            let spirv = naga::back::spv::write_vec(&module, &info, &options, None)
+                .unwrap_or_else(|e| panic!("{head_dim}: {e}"));
+            assert!(!spirv.is_empty());
+            let declared: u32 = module
+                .global_variables
+                .iter()
+                .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
+                .map(|(_, v)| module.types[v.ty].inner.size(module.to_ctx()))
+                .sum();
             assert_eq!(declared, tile.shared_bytes(), "{tile:?}");
             assert!(declared <= 48 << 10, "{tile:?} declares {declared} bytes");
-        }
-    }
-
-    /// Every variant of the key-slice kernel and its merge, for each grouping of query heads;
-    /// up to MAX_QUERIES_PER_WORKGROUP query heads fit 32 KiB (Apple's limit, the smallest of the
-    /// desktop GPUs') at head_dim 256 with subgroups of 32.
-    #[test]
-    fn key_slice_kernels_translate_to_spirv_for_each_head_dimension_and_grouping() {
-        let variants = [(false, false), (true, false), (true, true)];
-        for head_dim in [32, 64, 96, 128, 256] {
-            for queries in 1..=MAX_QUERIES_PER_WORKGROUP {
-                let grouped = SplitLayout { queries, head_dim, max_subgroups: Some(8) };
-                // Without subgroups only one query head per workgroup.
-                let ungrouped = (queries == 1).then_some(SplitLayout { max_subgroups: None, ..grouped });
-                for layout in [Some(grouped), ungrouped].into_iter().flatten() {
-                    let defines = layout.defines(true, 256);
-                    for (rope_store, qk_norm) in variants {
-                        let mut partial = layout.partial_defines(&defines);
-                        if rope_store {
-                            partial.extend([Define::flag("ROPE_STORE"), Define::flag("NEOX")]);
-                        }
-                        if qk_norm {
-                            partial.push(Define::flag("QK_NORM"));
-                        }
-                        let variant = format!("{layout:?}, ROPE_STORE {rope_store}, QK_NORM {qk_norm}");
-                        let module = translated(&variant, "attention.wgsl", &partial);
-                        assert_eq!(
-                            workgroup_bytes(&module, &[]),
-                            layout.shared_bytes(rope_store, qk_norm),
-                            "{variant}"
-                        );
-                    }
-                    let merge = [defines.as_slice(), &[Define::flag("MERGE")]].concat();
-                    translated(&format!("{layout:?} merge"), "attention.wgsl", &merge);
-                }
-                let most = grouped.shared_bytes(true, true);
-                assert!(most <= 32 << 10, "{grouped:?} declares {most} bytes");
-            }
         }
     }
 }

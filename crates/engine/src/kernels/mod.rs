@@ -9,8 +9,6 @@ pub mod embedding;
 pub mod fused_norm;
 pub mod fused_qk;
 pub mod matmul;
-#[cfg(test)]
-mod naga_check;
 pub mod norm;
 pub mod rope;
 pub mod sampling;

@@ -68,7 +68,7 @@ impl MemoryFootprint {
                     true => config.sliding_window.min(cache_len),
                     false => cache_len,
                 };
-                split_scratch_bytes(config.n_heads, config.n_kv_heads, config.head_dim, max_keys)
+                split_scratch_bytes(config.n_heads, config.head_dim, max_keys)
             })
             .sum();
         let rope_tables = 1 + u64::from(config.rope_local.is_some());
