@@ -18,6 +18,9 @@
 // so the others share no written buffer with it and need no barrier after it. Every
 // workgroup reads the same few KiB, so they come from cache; what it saves is a dispatch,
 // which costs more than the weights of a small matrix take to read.
+// Q8_INPUT: x comes in Q8 form (q8_block.wgsl) and the type's part_dot_q8 multiplies it with
+// dot4I8Packed: a quarter of the input's bytes per thread and no conversion of the quants to
+// floats, which lifts Llama 8B's products from ~1.1 to ~1.5 TB/s on an H100.
 
 struct Params {
     // Rows in this chunk.
