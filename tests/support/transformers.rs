@@ -2,7 +2,8 @@
 //! (`tests/data/hf/<name>/reference.json`, format in the fixture README): first-step logits
 //! within the fixture's stated tolerance on transformers' top-32, and greedy tokens identical,
 //! except where a step is a near-tie (top-2 gap below `NEAR_TIE` in transformers' logits or
-//! ours), after which the continuations may differ.
+//! ours), after which the continuations may differ. First-step logits come from prefill, whose
+//! products keep f32 inputs; the greedy steps after it are decode steps.
 
 use std::path::Path;
 
@@ -11,8 +12,10 @@ use serde::Deserialize;
 
 use super::{gpu::default_engine, models::fixtures_dir};
 
-/// A top-2 logit gap below this is a tie that float rounding may break either way.
-const NEAR_TIE: f32 = 0.05;
+/// A top-2 logit gap below this is a tie that rounding may break either way: float rounding,
+/// and in decode the products' inputs rounded to 8 bits per 32 values (as llama.cpp's are),
+/// which flipped a top-2 order at a gap of 0.054 on the Qwen2 fixture.
+const NEAR_TIE: f32 = 0.1;
 
 #[derive(Deserialize)]
 struct Reference {
