@@ -12,6 +12,7 @@
 // 16 keys (one fragment) at a time: cache_len must be a multiple of 16 so that a fragment never
 // wraps the ring, and HEAD_DIM a multiple of SLAB. WG = 32 · (BR / 16) · (HEAD_DIM / SLAB).
 #include "step.wgsl"
+#include "half_pack.wgsl"
 #include "attention_params.wgsl"
 
 // q and out: [n_tokens, n_heads, HEAD_DIM]; caches: [cache_len, n_kv_heads, HEAD_DIM].
@@ -43,8 +44,6 @@ const WEIGHT_STRIDE = BC + 8u;
 // of two (ROW_LANES, set to the largest one up to WG / BR), so that threads from BR · PER_ROW
 // on only join the passes' shuffles.
 const PER_ROW = ROW_LANES;
-// Largest finite f16: larger queries would become infinities.
-const F16_MAX = 65504.0;
 const NO_SCORE = -3.0e38;
 
 // The block's queries, scaled: [row][dimension], the A operand of the scores.
@@ -109,7 +108,7 @@ fn main(
             let base = ((t0 + row) * params.n_heads + head) * HEAD_DIM + dim;
             value = vec4<f32>(q[base], q[base + 1u], q[base + 2u], q[base + 3u]) * params.scale;
         }
-        let h = vec4<f16>(clamp(value, vec4<f32>(-F16_MAX), vec4<f32>(F16_MAX)));
+        let h = vec4<f16>(in_half_range(value));
         let at = row * Q_STRIDE + dim;
         q_tile[at] = h.x;
         q_tile[at + 1u] = h.y;

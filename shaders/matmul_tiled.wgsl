@@ -10,6 +10,7 @@
 // buffer, slices split_stride apart), which elementwise.wgsl's sum_slices adds up. Matrices
 // with few rows then still spread over every compute unit.
 #include "step.wgsl"
+#include "half_pack.wgsl"
 
 struct Params {
     // Rows in this chunk.
@@ -39,6 +40,7 @@ struct Params {
 @group(0) @binding(4) var<uniform> params: Params;
 
 #include "quant_formats.wgsl"
+#include "split_tile.wgsl"
 
 const K_QUADS = TILE_K / 4u;
 
@@ -82,8 +84,6 @@ const SUBGROUP_BLOCK = 32u;
 const ROW_BLOCKS = TILE_ROWS / SUBGROUP_BLOCK;
 const SUBGROUPS = WG / 32u;
 const TILE_STRIDE = TILE_K + 8u;
-// Largest finite f16: inputs beyond it would become infinities.
-const F16_MAX = 65504.0;
 // Both operands in one array (workgroup pointers cannot be passed to functions, so one staging
 // function serves both through offsets). At W_TILE, tiles[W_TILE + r · TILE_STRIDE + k] =
 // W[row0 + r, k0 + k]: the B operand (K × rows) column-major. At X_TILE, likewise
@@ -96,7 +96,7 @@ var<workgroup> tiles: array<f16, (TILE_ROWS + TILE_TOKENS) * TILE_STRIDE>;
 var<workgroup> fragments: array<f32, SUBGROUPS * FRAGMENT * FRAGMENT>;
 
 fn stage_quad(at: u32, v: vec4<f32>) {
-    let h = vec4<f16>(clamp(v, vec4<f32>(-F16_MAX), vec4<f32>(F16_MAX)));
+    let h = vec4<f16>(in_half_range(v));
     tiles[at] = h.x;
     tiles[at + 1u] = h.y;
     tiles[at + 2u] = h.z;
@@ -243,17 +243,9 @@ fn main(
     let invocation = Invocation(lid, 0u, 0u);
 #endif
     load_value_table(lid);
-    let n_tokens = min(step.n_tokens, params.max_tokens);
-    let tiles_per_split = params.row_tiles * ((n_tokens + TILE_TOKENS - 1u) / TILE_TOKENS);
-    let index = wid.x + wid.y * nwg.x;
-    let split = index / tiles_per_split;
-    let tile = index % tiles_per_split;
-    let row0 = (tile % params.row_tiles) * TILE_ROWS;
-    let token0 = (tile / params.row_tiles) * TILE_TOKENS;
-    if (split >= params.splits || token0 >= n_tokens) {
+    let t = split_tile(wid, nwg);
+    if (split_tile_is_empty(t)) {
         return;
     }
-    let k_first = split * params.split_len;
-    let k_end = min(params.row_len, k_first + params.split_len);
-    product_tile(split, row0, token0, n_tokens, k_first, k_end, invocation);
+    product_tile(t.split, t.row0, t.token0, t.n_tokens, t.k_first, t.k_end, invocation);
 }

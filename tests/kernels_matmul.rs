@@ -29,6 +29,7 @@ use doppler_engine::{
             record_quantize_q8, record_stacked_matvec, takes_q8_input, MatrixRows, MatvecInput, NormedInput,
             ProductOutput, Q8Vector, ResidualStream, SUPPORTED_TYPES,
         },
+        matmul_half::{HalfOperands, HalfShape, MIN_TOKENS as HALF_MIN_TOKENS},
     },
     quant::{dequantize_row, random_quantized},
 };
@@ -185,6 +186,59 @@ fn matvec_every_type(ctx: &GpuContext) {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// The f16 prefill product (tensor cores only: not lavapipe) for every weight type, in steps
+/// on both sides of the token count where it takes over from the tiled kernel, over rows that
+/// fill no whole tile and weight slices of 128 rows (many per matrix).
+#[test]
+fn half_matmul_matches_reference_for_every_type() {
+    let ctx = gpu(GpuOptions::default());
+    if !ctx.caps.cooperative_matrix {
+        println!("no cooperative matrices: the f16 product does not run here");
+        return;
+    }
+    let token_counts = [5, HALF_MIN_TOKENS, HALF_MIN_TOKENS + 37];
+    let mut failures = Vec::new();
+    for ty in SUPPORTED_TYPES {
+        let mut worst = 0.0f64;
+        for (row_len, rows) in row_lens(ty).into_iter().zip([1000, 3]) {
+            let m = TestMatrix::random(ty, row_len, rows, (row_len * rows) as u64 + 5);
+            let shape = HalfShape { max_row_len: row_len as u32, max_matrix_values: (rows * row_len) as u64 };
+            let operands =
+                HalfOperands::with_slice_bytes(&ctx, HALF_MIN_TOKENS + 37, shape, 128 * row_len as u64 * 2);
+            let label = format!("f16 matmul {} {rows}x{row_len}", ty.name());
+            let whole = ProductScratch { split: None, half: Some(&operands) };
+            let whole = check_matmul_with(&ctx, &label, &m, &m.upload(&ctx), &token_counts, whole);
+            // K split (these few rows launch few workgroups), over chunks that end inside a
+            // tile and inside a slice.
+            let splits = GpuTensor::zeroed(
+                &ctx,
+                "splits",
+                1,
+                (8 * (HALF_MIN_TOKENS + 37) as usize * rows) as u32,
+                Element::F32,
+            );
+            let split = ProductScratch { split: Some(&splits), half: Some(&operands) };
+            let chunked = m.upload_chunked(&ctx, rows.div_ceil(2));
+            let chunked = check_matmul_with(
+                &ctx,
+                &format!("{label} chunked, K split"),
+                &m,
+                &chunked,
+                &token_counts,
+                split,
+            );
+            for result in [whole, chunked] {
+                match result {
+                    Ok(w) => worst = worst.max(w),
+                    Err(failure) => failures.push(failure),
+                }
+            }
+        }
+        println!("f16 matmul {:5}: worst error / Σ|w·x| = {worst:.2e}", ty.name());
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
 #[test]
 fn matvec_matches_reference_for_every_type_with_default_reductions() {
     let ctx = gpu(GpuOptions::default());
@@ -228,7 +282,14 @@ fn check_matmul(
     w: &GpuMatrix,
     token_counts: &[u32],
 ) -> Result<f64, String> {
-    check_matmul_with(ctx, label, m, w, token_counts, None)
+    check_matmul_with(ctx, label, m, w, token_counts, ProductScratch::default())
+}
+
+/// What a product under test may use beside its output.
+#[derive(Default, Clone, Copy)]
+struct ProductScratch<'a> {
+    split: Option<&'a GpuTensor>,
+    half: Option<&'a HalfOperands>,
 }
 
 /// As `check_matmul`, splitting K over `scratch` where the kernel chooses to.
@@ -238,7 +299,7 @@ fn check_matmul_with(
     m: &TestMatrix,
     w: &GpuMatrix,
     token_counts: &[u32],
-    scratch: Option<&GpuTensor>,
+    scratch: ProductScratch,
 ) -> Result<f64, String> {
     let max_tokens = *token_counts.iter().max().unwrap();
     let x = values(max_tokens as usize * m.row_len, m.rows as u64 + 3);
@@ -250,10 +311,11 @@ fn check_matmul_with(
         let step = step_buffer(ctx, 0, n);
         let mut ops = OpList::new();
         let part = MatrixRows { matrix: w, rows: 0..w.rows };
-        let product = ProductOutput { output: &output, split_scratch: scratch };
+        let product =
+            ProductOutput { output: &output, split_scratch: scratch.split, half_operands: scratch.half };
         record_matmul_rows(ctx, &mut ops, label, part, &input, product, &step)
             .map_err(|e| format!("{label}: {e}"))?;
-        if scratch.is_some() && ops.len() < 2 {
+        if scratch.split.is_some() && scratch.half.is_none() && ops.len() < 2 {
             return Err(format!("{label}: K was not split"));
         }
         run(ctx, &ops, n);
@@ -848,7 +910,7 @@ fn matmul_over_parts_of_a_chunked_stack_matches_reference() {
         let output = GpuTensor::zeroed(&ctx, "Y", n_tokens, m.rows as u32, Element::F32);
         let mut ops = OpList::new();
         let part = MatrixRows { matrix: &w, rows };
-        let product = ProductOutput { output: &output, split_scratch: None };
+        let product = ProductOutput { output: &output, split_scratch: None, half_operands: None };
         record_matmul_rows(&ctx, &mut ops, "part", part, &input, product, &step).unwrap();
         run(&ctx, &ops, n_tokens);
         let actual = read_tensor(&ctx, &output);
@@ -876,14 +938,15 @@ fn split_k_matmul_matches_reference() {
             ty.name(),
             ctx.caps.cooperative_matrix
         );
-        check_matmul_with(&ctx, &label, &m, &m.upload(&ctx), &[1, 5, 70], Some(&scratch)).unwrap();
+        let scratch = ProductScratch { split: Some(&scratch), half: None };
+        check_matmul_with(&ctx, &label, &m, &m.upload(&ctx), &[1, 5, 70], scratch).unwrap();
         check_matmul_with(
             &ctx,
             &format!("{label} chunked"),
             &m,
             &m.upload_chunked(&ctx, rows.div_ceil(2)),
             &[70],
-            Some(&scratch),
+            scratch,
         )
         .unwrap();
     }

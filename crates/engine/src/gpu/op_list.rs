@@ -1,5 +1,6 @@
 use std::{
     borrow::Cow,
+    ops::Range,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
@@ -24,6 +25,17 @@ impl Workgroups {
             Workgroups::Fixed(size) => *size,
             Workgroups::PerStep(size_for) => size_for(n_tokens),
         }
+    }
+
+    /// These workgroups in steps of a token count in `tokens`, none in others.
+    pub fn in_steps_of(self, tokens: Range<u32>) -> Workgroups {
+        Workgroups::PerStep(Box::new(move |n_tokens| {
+            if tokens.contains(&n_tokens) {
+                self.resolve(n_tokens)
+            } else {
+                [0; 3]
+            }
+        }))
     }
 }
 
@@ -98,6 +110,16 @@ impl OpList {
 
     pub fn extend(&mut self, other: OpList) {
         self.dispatches.extend(other.dispatches);
+    }
+
+    /// These dispatches, launching workgroups only in steps of a token count in `tokens`: for
+    /// two ways of one operation, each where it is faster.
+    pub fn in_steps_of(self, tokens: Range<u32>) -> OpList {
+        let dispatches = self.dispatches.into_iter().map(|dispatch| Dispatch {
+            workgroups: dispatch.workgroups.in_steps_of(tokens.clone()),
+            ..dispatch
+        });
+        OpList { dispatches: dispatches.collect() }
     }
 
     pub fn len(&self) -> usize {

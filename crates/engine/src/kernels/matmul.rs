@@ -10,7 +10,9 @@ use std::ops::Range;
 use super::{
     check_same_rows, check_width,
     elementwise::{record_sum_slices, Activation, KSlices},
-    make_dispatch, KernelError,
+    make_dispatch,
+    matmul_half::{record_half_matmul, runs_on, HalfOperands, MIN_TOKENS as HALF_MIN_TOKENS},
+    KernelError,
 };
 use crate::{
     gguf::GgmlType,
@@ -51,12 +53,12 @@ fn parts_per_block(ty: GgmlType) -> u32 {
 /// Weight rows and tokens per workgroup of the tiled matmul, the K step of its tiles, its
 /// threads, and whether it multiplies on cooperative matrices.
 #[derive(Debug, Clone, Copy)]
-struct TileShape {
-    rows: u32,
-    tokens: u32,
-    k: u32,
-    threads: u32,
-    cooperative_matrix: bool,
+pub(crate) struct TileShape {
+    pub rows: u32,
+    pub tokens: u32,
+    pub k: u32,
+    pub threads: u32,
+    pub cooperative_matrix: bool,
 }
 
 /// On f32 FMAs every thread computes 4 rows × 4 tokens and the two tiles fill 16 KiB of
@@ -91,9 +93,9 @@ fn tile_shape(caps: &GpuCapabilities) -> TileShape {
     }
 }
 
-/// Split K until a full batch launches about this many workgroups: a matrix with few rows
-/// (k, v, attn_output, ffn_down) otherwise leaves most compute units idle while each of its
-/// workgroups walks the whole row.
+/// The tiled kernel splits K until a full batch launches about this many workgroups: a matrix
+/// with few rows (k, v, attn_output, ffn_down) otherwise leaves most compute units idle while
+/// each of its workgroups walks the whole row.
 const TARGET_WORKGROUPS: u32 = 512;
 /// Splits walk at least this many K tiles, and there are at most MAX_K_SPLITS of them.
 const MIN_K_TILES_PER_SPLIT: u32 = 4;
@@ -127,7 +129,7 @@ pub(crate) fn weight_type_define(kernel: &'static str, w: &GpuMatrix) -> Result<
 }
 
 /// The `TYPE_*` define selecting `ty`'s section of `quant_formats.wgsl`.
-fn type_define(ty: GgmlType) -> Define {
+pub(crate) fn type_define(ty: GgmlType) -> Define {
     Define::flag(&format!("TYPE_{}", ty.name()))
 }
 
@@ -622,14 +624,21 @@ fn tiled_defines(weight_type: Define, tile: TileShape) -> Vec<Define> {
     defines
 }
 
-/// K splits for a product of `rows` rows of `row_len` over up to `max_tokens` tokens, whose
-/// partial sums must fit `scratch_floats`; returns (splits, K values per split).
-fn k_splits(tile: TileShape, rows: u32, row_len: u32, max_tokens: u32, scratch_floats: u64) -> (u32, u32) {
+/// K splits for a product of `rows` rows of `row_len` over up to `max_tokens` tokens in `tile`s,
+/// so that about `target_workgroups` launch, whose partial sums must fit `scratch_floats`;
+/// returns (splits, K values per split).
+pub(crate) fn k_splits(
+    tile: TileShape,
+    target_workgroups: u32,
+    (rows, row_len): (u32, u32),
+    max_tokens: u32,
+    scratch_floats: u64,
+) -> (u32, u32) {
     let workgroups = rows.div_ceil(tile.rows) * max_tokens.div_ceil(tile.tokens);
     let k_tiles = row_len.div_ceil(tile.k);
     let fit = (scratch_floats / (u64::from(max_tokens) * u64::from(rows)).max(1)).min(u64::from(MAX_K_SPLITS))
         as u32;
-    let wanted = TARGET_WORKGROUPS.div_ceil(workgroups).min(k_tiles / MIN_K_TILES_PER_SPLIT).min(fit).max(1);
+    let wanted = target_workgroups.div_ceil(workgroups).min(k_tiles / MIN_K_TILES_PER_SPLIT).min(fit).max(1);
     let split_len = k_tiles.div_ceil(wanted) * tile.k;
     (row_len.div_ceil(split_len), split_len)
 }
@@ -646,7 +655,8 @@ pub fn record_matmul(
     step: &StepBuffer,
 ) -> Result<(), KernelError> {
     let part = MatrixRows { matrix: w, rows: 0..w.rows };
-    record_matmul_rows(ctx, ops, label, part, input, ProductOutput { output, split_scratch: None }, step)
+    let output = ProductOutput { output, split_scratch: None, half_operands: None };
+    record_matmul_rows(ctx, ops, label, part, input, output, step)
 }
 
 /// Some rows of a weight matrix: one part of a stacked matrix.
@@ -658,11 +668,13 @@ pub struct MatrixRows<'a> {
 
 /// Where a prefill product goes: `output`, and with `split_scratch` (f32 values) K is split
 /// over several workgroups where the rows alone would launch too few, their partial sums
-/// kept there and added up by a second dispatch.
+/// kept there and added up by a second dispatch. With `half_operands`, on tensor cores, large
+/// steps take the f16 product (`matmul_half`).
 #[derive(Clone, Copy)]
 pub struct ProductOutput<'a> {
     pub output: &'a GpuTensor,
     pub split_scratch: Option<&'a GpuTensor>,
+    pub half_operands: Option<&'a HalfOperands>,
 }
 
 /// As `record_matmul` over rows `part.rows` of the matrix only: Y rows of `part.rows.len()`.
@@ -676,15 +688,27 @@ pub fn record_matmul_rows(
     step: &StepBuffer,
 ) -> Result<(), KernelError> {
     const KERNEL: &str = "matmul";
+    let tile = tile_shape(&ctx.caps);
+    let half_operands =
+        output.half_operands.filter(|operands| runs_on(&ctx.caps) && operands.serve(part.matrix.row_len));
+    if let Some(operands) = half_operands {
+        let mut tiled = OpList::new();
+        let output = ProductOutput { half_operands: None, ..output };
+        record_matmul_rows(ctx, &mut tiled, label, part.clone(), input, output, step)?;
+        ops.extend(tiled.in_steps_of(0..HALF_MIN_TOKENS));
+        let mut half = OpList::new();
+        record_half_matmul(ctx, &mut half, label, part, input, (output, operands), step)?;
+        ops.extend(half.in_steps_of(HALF_MIN_TOKENS..u32::MAX));
+        return Ok(());
+    }
     let MatrixRows { matrix: w, rows } = part;
-    let ProductOutput { output, split_scratch: scratch } = output;
+    let ProductOutput { output, split_scratch: scratch, .. } = output;
     if rows.is_empty() || rows.end > w.rows {
         return Err(KernelError::InvalidShape {
             kernel: KERNEL,
             message: format!("'{}': rows {rows:?} of {}", w.name, w.rows),
         });
     }
-    let tile = tile_shape(&ctx.caps);
     let defines = tiled_defines(weight_type_define(KERNEL, w)?, tile);
     let out_stride = rows.len() as u32;
     check_width(KERNEL, "input", input, w.row_len)?;
@@ -693,7 +717,8 @@ pub fn record_matmul_rows(
     let max_tokens = input.rows();
     let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
     let scratch_floats = scratch.map_or(0, GpuTensor::len);
-    let (splits, split_len) = k_splits(tile, out_stride, w.row_len, max_tokens, scratch_floats);
+    let (splits, split_len) =
+        k_splits(tile, TARGET_WORKGROUPS, (out_stride, w.row_len), max_tokens, scratch_floats);
     let (target, split_stride) = match scratch {
         Some(scratch) if splits > 1 => (scratch, max_tokens * out_stride),
         _ => (output, 0),
@@ -848,7 +873,7 @@ mod weight_bytes_tests {
         let mut ops = OpList::new();
         let out = GpuTensor::zeroed(&ctx, "Y part", TOKENS, 20, Element::F32);
         let part = MatrixRows { matrix: &w, rows: 10..30 };
-        let product = ProductOutput { output: &out, split_scratch: None };
+        let product = ProductOutput { output: &out, split_scratch: None, half_operands: None };
         record_matmul_rows(&ctx, &mut ops, "part", part, &input, product, &step).unwrap();
         record_matmul(&ctx, &mut ops, "matmul", &w, &input, &matrix_out, &step).unwrap();
         let bytes: Vec<(String, Option<u64>)> =

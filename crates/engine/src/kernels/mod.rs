@@ -9,6 +9,7 @@ pub mod embedding;
 pub mod fused_norm;
 pub mod fused_qk;
 pub mod matmul;
+pub mod matmul_half;
 pub mod norm;
 pub mod rope;
 pub mod sampling;

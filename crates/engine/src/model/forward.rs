@@ -17,6 +17,9 @@ use crate::{
             record_stacked_matvec, takes_q8_input, MatrixRows, MatvecInput, NormedInput, ProductOutput,
             Q8Vector, ResidualStream, MAX_K_SPLITS,
         },
+        matmul_half::{
+            runs_on as half_products_run_on, HalfOperands, HalfShape, MIN_TOKENS as HALF_MIN_TOKENS,
+        },
         norm::{record_rms_norm, NormOutput, RmsNorm},
         rope::RopeTable,
         KernelError,
@@ -57,6 +60,9 @@ pub struct Activations {
     /// Decode inputs in Q8 form, one per width a product reads (hidden, q, feed-forward), for
     /// the weight types whose products take it (`matmul::takes_q8_input`).
     pub q8_inputs: Vec<Q8Vector>,
+    /// The f16 operands of prefill products on tensor cores, where the GPU has them and a step
+    /// can be large enough to use them (`matmul_half::MIN_TOKENS`).
+    pub half_operands: Option<HalfOperands>,
 }
 
 /// Bytes of each activation buffer: one source for the allocation and the memory estimate.
@@ -74,6 +80,7 @@ pub struct ActivationSizes {
     last_normed: u64,
     logits: u64,
     q8_inputs: u64,
+    half_operands: u64,
 }
 
 impl ActivationSizes {
@@ -97,6 +104,8 @@ impl ActivationSizes {
             last_normed: u64::from(config.hidden) * 4,
             logits: u64::from(config.vocab_size) * 4,
             q8_inputs: q8_widths(config).iter().map(|&width| Q8Vector::bytes(width)).sum(),
+            // Counted whether or not the GPU has tensor cores: an estimate errs high.
+            half_operands: HalfOperands::bytes(max_tokens, half_shape(config), max_storage_binding),
         }
     }
 
@@ -115,6 +124,7 @@ impl ActivationSizes {
             + self.last_normed
             + self.logits
             + self.q8_inputs
+            + self.half_operands
     }
 }
 
@@ -134,6 +144,16 @@ fn q8_widths(config: &ModelConfig) -> Vec<u32> {
     widths.dedup();
     widths.retain(|width| width.is_multiple_of(32));
     widths
+}
+
+/// What the f16 prefill products of a layer must hold: their widest input (the hidden state,
+/// the attention output or the feed-forward activation) and largest matrix part.
+fn half_shape(config: &ModelConfig) -> HalfShape {
+    let q_dim = config.n_heads * config.head_dim;
+    HalfShape {
+        max_row_len: config.hidden.max(q_dim).max(config.ffn_hidden),
+        max_matrix_values: u64::from(config.hidden) * u64::from(q_dim.max(config.ffn_hidden)),
+    }
 }
 
 impl Activations {
@@ -164,6 +184,17 @@ impl Activations {
                 .into_iter()
                 .map(|width| Q8Vector::new(ctx, "decode input", width))
                 .collect(),
+            half_operands: (half_products_run_on(&ctx.caps) && max_tokens >= HALF_MIN_TOKENS)
+                .then(|| HalfOperands::new(ctx, max_tokens, half_shape(config))),
+        }
+    }
+
+    /// Where a prefill product into `output` goes, with the scratch it may use.
+    fn product_output<'t>(&'t self, output: &'t GpuTensor) -> ProductOutput<'t> {
+        ProductOutput {
+            output,
+            split_scratch: Some(&self.matmul_splits),
+            half_operands: self.half_operands.as_ref(),
         }
     }
 
@@ -197,6 +228,7 @@ impl Activations {
         .map(|tensor| tensor.size_bytes())
         .sum::<u64>()
             + self.q8_inputs.iter().map(|q8| q8.words.size_bytes() + q8.scales.size_bytes()).sum::<u64>()
+            + self.half_operands.as_ref().map_or(0, HalfOperands::size_bytes)
     }
 }
 
@@ -263,7 +295,7 @@ impl<'a> LayerContext<'a> {
                 label,
                 MatrixRows { matrix: w, rows: 0..w.rows },
                 input,
-                ProductOutput { output, split_scratch: Some(&self.acts.matmul_splits) },
+                self.acts.product_output(output),
                 &self.acts.step,
             ),
         }
@@ -357,7 +389,7 @@ impl<'a> LayerContext<'a> {
                             &label,
                             MatrixRows { matrix: &stack.matrix, rows: stack.part_rows(index) },
                             &acts.normed,
-                            ProductOutput { output, split_scratch: Some(&acts.matmul_splits) },
+                            acts.product_output(output),
                             &acts.step,
                         )?;
                     }

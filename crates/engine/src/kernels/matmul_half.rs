@@ -1,0 +1,349 @@
+//! Prefill products on the tensor cores from f16 operands: the weight rows are dequantized to
+//! f16 a slice at a time (`dequantize_half.wgsl`), the step's activations converted once per
+//! product (`convert_half.wgsl`), and `matmul_half.wgsl` multiplies them, staging 16-byte
+//! loads through shared memory. The tiled kernel (`matmul_tiled.wgsl`) decodes every weight
+//! once per tile of tokens into shared memory, which held it far below the tensor cores'
+//! rate; here each weight is decoded once per step and the product is left nothing but loads
+//! and multiplies. The dequantization costs about a weight read and an f16 write and read,
+//! which a large step amortizes: steps of fewer than `MIN_TOKENS` tokens take the tiled kernel.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{
+    check_width,
+    elementwise::{record_sum_slices, KSlices},
+    make_dispatch,
+    matmul::{chunk_label, k_splits, weight_type_define, MatrixRows, ProductOutput, TileShape},
+    KernelError,
+};
+use crate::gpu::{
+    grid, Define, Element, GpuCapabilities, GpuContext, GpuTensor, OpList, StepBuffer, WeightBytes,
+    Workgroups,
+};
+
+/// Fewest tokens of a step for which these products beat the tiled kernel's. Measured on an
+/// H200: at 128 tokens the tiled kernel was still ahead on Llama 1B (1.17×) and Gemma 4B
+/// (1.03×), behind on Llama 8B (0.86×); at 192 behind on all three (0.64–0.85×).
+pub const MIN_TOKENS: u32 = 160;
+
+/// Tokens and weight rows per workgroup: eight subgroups, each 32 tokens × 64 rows.
+const TILE_TOKENS: u32 = 128;
+const TILE_ROWS: u32 = 128;
+const THREADS: u32 = 32 * (TILE_TOKENS / 32) * (TILE_ROWS / 64);
+/// Values per K step of the product: 64 rather than 32 halves the barriers per value (H200,
+/// pp512: Llama 3.1 8B 6,252 → 8,007 tok/s, Gemma 3 4B 9,393 → 11,139).
+const TILE_K: u32 = 64;
+const PRODUCT_TILE: TileShape =
+    TileShape { rows: TILE_ROWS, tokens: TILE_TOKENS, k: TILE_K, threads: THREADS, cooperative_matrix: true };
+// Each thread copies the same whole number of 16-byte pieces of each tile per K step.
+const _: () = assert!(TILE_ROWS == TILE_TOKENS && (TILE_ROWS * TILE_K / 8).is_multiple_of(THREADS));
+
+/// Most bytes of f16 weights dequantized at a time: a whole matrix of an 8B model (117 MB; one
+/// product a matrix fills the GPU best: slices of 32 MiB left its products a workgroup or
+/// less per SM), slices of larger ones.
+const MAX_WEIGHT_SLICE_BYTES: u64 = 256 << 20;
+
+/// The product splits K until a full batch launches about this many workgroups (H200, pp512:
+/// 256 beat 512 by 2-15% and matched 128).
+const TARGET_WORKGROUPS: u32 = 256;
+
+/// Shared memory of a workgroup: both tiles (rows padded by 8 values) and one f32 16 × 16
+/// fragment per subgroup.
+const SHARED_BYTES: u32 = (TILE_ROWS + TILE_TOKENS) * (TILE_K + 8) * 2 + THREADS / 32 * 16 * 16 * 4;
+
+/// Whether the products run on an adapter of `caps`: tensor cores, and room for a workgroup.
+pub fn runs_on(caps: &GpuCapabilities) -> bool {
+    caps.cooperative_matrix
+        && THREADS <= caps.max_workgroup_invocations
+        && SHARED_BYTES <= caps.max_workgroup_storage_bytes
+}
+
+/// Threads per workgroup of the dequantization and conversion kernels.
+const CONVERT_THREADS: u32 = 256;
+
+/// The shapes the f16 operands must serve: the widest input row of the products, and the
+/// values of their largest weight matrix.
+#[derive(Debug, Clone, Copy)]
+pub struct HalfShape {
+    pub max_row_len: u32,
+    pub max_matrix_values: u64,
+}
+
+/// The f16 operands of the products: the step's input rows and a slice of a weight matrix.
+pub struct HalfOperands {
+    /// Rows of every token a step can hold (padded to whole tiles), `max_row_len` wide.
+    input: GpuTensor,
+    weights: GpuTensor,
+    max_row_len: u32,
+}
+
+impl HalfOperands {
+    /// Bytes of the operands of products of `shape` over `max_tokens` tokens, within
+    /// bindings of `max_storage_binding` bytes.
+    pub fn bytes(max_tokens: u32, shape: HalfShape, max_storage_binding: u64) -> u64 {
+        Self::input_bytes(max_tokens, shape.max_row_len) + Self::weight_bytes(shape, max_storage_binding)
+    }
+
+    fn input_bytes(max_tokens: u32, max_row_len: u32) -> u64 {
+        u64::from(max_tokens.next_multiple_of(TILE_TOKENS)) * u64::from(max_row_len) * 2
+    }
+
+    /// A whole matrix (in whole tiles of rows) where it fits the limits.
+    fn weight_bytes(shape: HalfShape, max_storage_binding: u64) -> u64 {
+        let matrix = (shape.max_matrix_values + u64::from(TILE_ROWS * shape.max_row_len)) * 2;
+        matrix.min(MAX_WEIGHT_SLICE_BYTES).min(max_storage_binding & !3)
+    }
+
+    pub fn new(ctx: &GpuContext, max_tokens: u32, shape: HalfShape) -> Self {
+        Self::with_slice_bytes(ctx, max_tokens, shape, MAX_WEIGHT_SLICE_BYTES)
+    }
+
+    /// As `new` with weight slices of at most `slice_bytes` (tests: many slices on small
+    /// matrices).
+    pub fn with_slice_bytes(ctx: &GpuContext, max_tokens: u32, shape: HalfShape, slice_bytes: u64) -> Self {
+        let max_row_len = shape.max_row_len;
+        let words = |bytes: u64| u32::try_from(bytes / 4).expect("operand words fit in u32");
+        let input_words = words(Self::input_bytes(max_tokens, max_row_len));
+        let weight_words = words(Self::weight_bytes(shape, ctx.caps.max_storage_binding).min(slice_bytes));
+        Self {
+            input: GpuTensor::zeroed(ctx, "f16 product input", 1, input_words, Element::U32),
+            weights: GpuTensor::zeroed(ctx, "f16 product weights", 1, weight_words, Element::U32),
+            max_row_len,
+        }
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.input.size_bytes() + self.weights.size_bytes()
+    }
+
+    /// Weight rows of `row_len` values one slice holds, in whole tiles (0 where none fits).
+    fn slice_rows(&self, row_len: u32) -> u32 {
+        let rows = self.weights.size_bytes() / (u64::from(row_len) * 2);
+        (rows.min(u64::from(u32::MAX)) as u32) / TILE_ROWS * TILE_ROWS
+    }
+
+    /// Whether these operands can serve a product over rows of `row_len` values.
+    pub fn serve(&self, row_len: u32) -> bool {
+        row_len <= self.max_row_len && row_len.is_multiple_of(TILE_K) && self.slice_rows(row_len) > 0
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct DequantizeParams {
+    rows: u32,
+    row_len: u32,
+    row_bytes: u32,
+    weight_row0: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct ConvertParams {
+    row_len: u32,
+    max_tokens: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct ProductParams {
+    rows: u32,
+    row_len: u32,
+    out_stride: u32,
+    first_row: u32,
+    row_tiles: u32,
+    max_tokens: u32,
+    splits: u32,
+    split_len: u32,
+    split_stride: u32,
+    _pad: [u32; 3],
+}
+
+#[cfg(test)]
+#[test]
+fn params_match_wgsl() {
+    super::wgsl_layout::assert_wgsl_layout!(DequantizeParams, "dequantize_half.wgsl", "Params", { rows: u32, row_len: u32, row_bytes: u32, weight_row0: u32 });
+    super::wgsl_layout::assert_wgsl_layout!(ConvertParams, "convert_half.wgsl", "Params", { row_len: u32, max_tokens: u32 });
+    super::wgsl_layout::assert_wgsl_layout!(ProductParams, "matmul_half.wgsl", "Params", { rows: u32, row_len: u32, out_stride: u32, first_row: u32, row_tiles: u32, max_tokens: u32, splits: u32, split_len: u32, split_stride: u32 });
+}
+
+fn product_defines() -> [Define; 6] {
+    [
+        Define::u32("TILE_K", TILE_K),
+        Define::flag("F16"),
+        Define::flag("COOPERATIVE_MATRIX"),
+        Define::u32("TILE_TOKENS", TILE_TOKENS),
+        Define::u32("TILE_ROWS", TILE_ROWS),
+        Define::u32("WG", THREADS),
+    ]
+}
+
+/// Records `output.output = part · input`: `input` converted to f16, then for each slice of
+/// the part's rows a dequantization and a product, K split over `output.split_scratch` where
+/// the rows launch too few workgroups.
+pub fn record_half_matmul(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    part: MatrixRows,
+    input: &GpuTensor,
+    (output, operands): (ProductOutput, &HalfOperands),
+    step: &StepBuffer,
+) -> Result<(), KernelError> {
+    let ProductOutput { output, split_scratch: scratch, .. } = output;
+    const KERNEL: &str = "f16 matmul";
+    let MatrixRows { matrix: w, rows } = part;
+    if !operands.serve(w.row_len) || rows.is_empty() || rows.end > w.rows {
+        return Err(KernelError::InvalidShape {
+            kernel: KERNEL,
+            message: format!("'{}': rows {rows:?} of {} values", w.name, w.row_len),
+        });
+    }
+    let weight_type = weight_type_define(KERNEL, w)?;
+    let out_stride = rows.len() as u32;
+    check_width(KERNEL, "input", input, w.row_len)?;
+    check_width(KERNEL, "output", output, out_stride)?;
+    let max_tokens = input.rows().min(output.rows());
+    let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
+    let scratch_floats = scratch.map_or(0, GpuTensor::len);
+    let (splits, split_len) =
+        k_splits(PRODUCT_TILE, TARGET_WORKGROUPS, (out_stride, w.row_len), max_tokens, scratch_floats);
+    let (target, split_stride) = match scratch {
+        Some(scratch) if splits > 1 => (scratch, max_tokens * out_stride),
+        _ => (output, 0),
+    };
+
+    let quads_per_token = w.row_len / 4;
+    let convert_params = ctx.uniform_buffer(label, &ConvertParams { row_len: w.row_len, max_tokens });
+    ops.push(make_dispatch(
+        ctx,
+        &format!("{label} f16 input"),
+        "convert_half.wgsl",
+        "main",
+        &[Define::u32("WG", CONVERT_THREADS)],
+        &[input.buffer(), operands.input.buffer(), step.buffer(), &convert_params],
+        Workgroups::PerStep(Box::new(move |n_tokens| {
+            grid((n_tokens.min(max_tokens) * quads_per_token).div_ceil(CONVERT_THREADS), max_per_dimension)
+        })),
+    )?);
+
+    let slice_rows = operands.slice_rows(w.row_len);
+    let dequantize_defines = [weight_type, Define::u32("WG", CONVERT_THREADS)];
+    let product_defines = product_defines();
+    for (index, chunk) in w.chunks.iter().enumerate() {
+        // The chunk's rows that are in `rows`, as offsets within the chunk.
+        let first = rows.start.max(chunk.first_row) - chunk.first_row;
+        let end = rows.end.min(chunk.first_row + chunk.rows).saturating_sub(chunk.first_row);
+        let chunk_label = chunk_label(label, w, index);
+        for slice_start in (first..end).step_by(slice_rows as usize) {
+            let slice_len = slice_rows.min(end - slice_start);
+            let slice_label = format!("{chunk_label} [rows {slice_start}..]");
+            let dequantize_params = ctx.uniform_buffer(
+                &slice_label,
+                &DequantizeParams {
+                    rows: slice_len,
+                    row_len: w.row_len,
+                    row_bytes: w.row_bytes as u32,
+                    weight_row0: slice_start,
+                },
+            );
+            let quads = slice_len * quads_per_token;
+            ops.push(
+                make_dispatch(
+                    ctx,
+                    &format!("{chunk_label} f16 weights"),
+                    "dequantize_half.wgsl",
+                    "main",
+                    &dequantize_defines,
+                    &[&chunk.buffer, operands.weights.buffer(), &dequantize_params],
+                    Workgroups::Fixed(grid(quads.div_ceil(CONVERT_THREADS), max_per_dimension)),
+                )?
+                .reading(WeightBytes::Fixed(u64::from(slice_len) * w.row_bytes)),
+            );
+            let row_tiles = slice_len.div_ceil(TILE_ROWS);
+            let product_params = ctx.uniform_buffer(
+                &slice_label,
+                &ProductParams {
+                    rows: slice_len,
+                    row_len: w.row_len,
+                    out_stride,
+                    first_row: chunk.first_row + slice_start - rows.start,
+                    row_tiles,
+                    max_tokens,
+                    splits,
+                    split_len,
+                    split_stride,
+                    _pad: [0; 3],
+                },
+            );
+            ops.push(make_dispatch(
+                ctx,
+                &chunk_label,
+                "matmul_half.wgsl",
+                "main",
+                &product_defines,
+                &[
+                    operands.weights.buffer(),
+                    operands.input.buffer(),
+                    target.buffer(),
+                    step.buffer(),
+                    &product_params,
+                ],
+                Workgroups::PerStep(Box::new(move |n_tokens| {
+                    grid(
+                        splits * row_tiles * n_tokens.min(max_tokens).div_ceil(TILE_TOKENS),
+                        max_per_dimension,
+                    )
+                })),
+            )?);
+        }
+    }
+    if split_stride > 0 {
+        let slices = KSlices { count: splits, stride: split_stride };
+        record_sum_slices(ctx, ops, &format!("{label} (K splits)"), (target, slices), output, step)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod translation_tests {
+    //! Lavapipe has no cooperative matrices, so the product runs only on adapters that have
+    //! them (tests/kernels_matmul.rs checks it there); here naga parses, validates and
+    //! translates its kernels to SPIR-V, the dequantization for every weight type, and the
+    //! product's shared memory is what `runs_on` budgets.
+    use super::*;
+    use crate::{gpu::shader::expand, kernels::matmul::type_define, quant::SUPPORTED_TYPES};
+
+    fn translate(shader: &str, defines: &[Define]) -> naga::Module {
+        let source = expand(shader, defines).unwrap();
+        let module = naga::front::wgsl::parse_str(&source)
+            .unwrap_or_else(|e| panic!("{shader}: {}", e.emit_to_string(&source)));
+        let info = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{shader}: {}", e.emit_to_string(&source)));
+        let options = naga::back::spv::Options { lang_version: (1, 6), ..Default::default() };
+        let spirv = naga::back::spv::write_vec(&module, &info, &options, None)
+            .unwrap_or_else(|e| panic!("{shader}: {e}"));
+        assert!(!spirv.is_empty());
+        module
+    }
+
+    #[test]
+    fn kernels_translate_to_spirv() {
+        let module = translate("matmul_half.wgsl", &product_defines());
+        let shared: u32 = module
+            .global_variables
+            .iter()
+            .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
+            .map(|(_, v)| module.types[v.ty].inner.size(module.to_ctx()))
+            .sum();
+        assert_eq!(shared, SHARED_BYTES);
+        translate("convert_half.wgsl", &[Define::u32("WG", CONVERT_THREADS)]);
+        for ty in SUPPORTED_TYPES {
+            translate("dequantize_half.wgsl", &[type_define(ty), Define::u32("WG", CONVERT_THREADS)]);
+        }
+    }
+}
