@@ -8,17 +8,21 @@
 // Subgroup (row block r, slab s) owns output rows 16·r .. 16·r + 15 and dimensions
 // SLAB·s .. SLAB·s + SLAB - 1 as 16 × 16 accumulators (four in a slab of 64 dimensions, two in
 // one of 32 with NARROW_SLABS, for heads such as Phi-3's 96); the subgroups share out the
-// BR × BC score fragments of each key tile. Keys and values are read from the cache directly,
-// 16 keys (one fragment) at a time: cache_len must be a multiple of 16 so that a fragment never
-// wraps the ring, and HEAD_DIM a multiple of SLAB. WG = 32 · (BR / 16) · (HEAD_DIM / SLAB).
+// BR × BC score fragments of each key tile. A tile's keys, then its values, are staged in
+// shared memory by every thread at once in 16-byte loads, issued while the tensor cores work on
+// the tile before: cooperative loads straight from the cache, one dependent load per product,
+// left the kernel waiting on memory (an H200 ran it at ~15 TFLOPS). HEAD_DIM must be a
+// multiple of SLAB.
+// WG = 32 · (BR / 16) · (HEAD_DIM / SLAB).
 #include "step.wgsl"
 #include "half_pack.wgsl"
 #include "attention_params.wgsl"
 
 // q and out: [n_tokens, n_heads, HEAD_DIM]; caches: [cache_len, n_kv_heads, HEAD_DIM].
 @group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k_cache: array<f16>;
-@group(0) @binding(2) var<storage, read> v_cache: array<f16>;
+// The caches' f16 values eight at a time.
+@group(0) @binding(1) var<storage, read> k_cache: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> v_cache: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> step: Step;
 @group(0) @binding(5) var<uniform> params: Params;
@@ -40,6 +44,12 @@ const Q_STRIDE = HEAD_DIM + 8u;
 // read its neighbouring keys, and the rows of a subgroup start on different banks.
 const SCORE_STRIDE = BC + 4u;
 const WEIGHT_STRIDE = BC + 8u;
+// Rows of the key or value tile in vec4<f16>, padded like the query tile's.
+const KV_STRIDE = (HEAD_DIM + 8u) / 4u;
+// 16-byte pieces of a cache row, and of a tile; pieces each thread copies of a tile.
+const ROW_PIECES = HEAD_DIM / 8u;
+const TILE_PIECES = BC * ROW_PIECES;
+const COPIES = (TILE_PIECES + WG - 1u) / WG;
 // Threads that share out a row's keys of a tile, consecutive lanes of one subgroup: a power
 // of two (ROW_LANES, set to the largest one up to WG / BR), so that threads from BR · PER_ROW
 // on only join the passes' shuffles.
@@ -48,31 +58,61 @@ const NO_SCORE = -3.0e38;
 
 // The block's queries, scaled: [row][dimension], the A operand of the scores.
 var<workgroup> q_tile: array<f16, BR * Q_STRIDE>;
-// A key tile's scores: [row][key].
-var<workgroup> scores: array<f32, BR * SCORE_STRIDE>;
+// The tile's keys or values: [key][dimension], the B operand of the scores (column-major) and
+// of the values' product (row-major).
+var<workgroup> kv_tile: array<vec4<f16>, BC * KV_STRIDE>;
+// A key tile's scores: [row][key]; at the end, one output fragment per subgroup on its way to
+// `out` (SCORES_LEN is the larger of the two).
+var<workgroup> scores: array<f32, SCORES_LEN>;
 // Its weights exp(score - max), the A operand of the values' product: [row][key].
 var<workgroup> weights: array<f16, BR * WEIGHT_STRIDE>;
 var<workgroup> row_max: array<f32, BR>;
 var<workgroup> row_sum: array<f32, BR>;
-// One output fragment per subgroup on its way to `out`.
-var<workgroup> fragments: array<f32, SUBGROUPS * FRAGMENT * FRAGMENT>;
 
-// Cache offset of key `key_pos`'s row of kv head `kv_base / HEAD_DIM`, from dimension `dim`.
-fn cache_at(key_pos: u32, kv_base: u32, dim: u32) -> u32 {
-    return (key_pos % params.cache_len) * params.n_kv_heads * HEAD_DIM + kv_base + dim;
+// The pieces a thread copies of a tile: piece lid + c·WG in element c.
+struct Pieces {
+    p: array<vec4<u32>, COPIES>,
 }
 
-// Scores of the tile's keys tile .. tile + BC - 1 against every query row, into `scores`.
-fn tile_scores(tile: u32, subgroup: u32, kv_base: u32) {
-    let kv_stride = params.n_kv_heads * HEAD_DIM;
+// Keys (or values) tile .. tile + BC - 1 of kv head `kv_base / HEAD_DIM`, each at its place in
+// the ring (a tile may wrap it).
+fn fetch(tile: u32, kv_base: u32, values: bool, lid: u32) -> Pieces {
+    var pieces: Pieces;
+    for (var c = 0u; c < COPIES; c++) {
+        let piece = min(lid + c * WG, TILE_PIECES - 1u);
+        let key = (tile + piece / ROW_PIECES) % params.cache_len;
+        let at = (key * params.n_kv_heads * HEAD_DIM + kv_base) / 8u + piece % ROW_PIECES;
+        if (values) {
+            pieces.p[c] = v_cache[at];
+        } else {
+            pieces.p[c] = k_cache[at];
+        }
+    }
+    return pieces;
+}
+
+// (Through f32 and back, exactly: naga's bitcast keeps the component count.)
+fn stage(pieces: Pieces, lid: u32) {
+    for (var c = 0u; c < COPIES; c++) {
+        let piece = lid + c * WG;
+        if (piece < TILE_PIECES) {
+            let at = (piece / ROW_PIECES) * KV_STRIDE + (piece % ROW_PIECES) * 2u;
+            let v = pieces.p[c];
+            kv_tile[at] = vec4<f16>(vec4<f32>(unpack2x16float(v.x), unpack2x16float(v.y)));
+            kv_tile[at + 1u] = vec4<f16>(vec4<f32>(unpack2x16float(v.z), unpack2x16float(v.w)));
+        }
+    }
+}
+
+// Scores of the staged keys against every query row, into `scores`.
+fn tile_scores(subgroup: u32) {
     for (var fragment = subgroup; fragment < ROW_BLOCKS * KEY_BLOCKS; fragment += SUBGROUPS) {
         let row = (fragment / KEY_BLOCKS) * FRAGMENT;
         let key = (fragment % KEY_BLOCKS) * FRAGMENT;
         var s = coop_mat16x16<f32, C>();
         for (var d = 0u; d < HEAD_DIM; d += FRAGMENT) {
             let a = coopLoadT<coop_mat16x16<f16, A>>(&q_tile[row * Q_STRIDE + d], Q_STRIDE);
-            // Kᵀ: dimension d + i of key j at the key's row, column-major.
-            let b = coopLoad<coop_mat16x16<f16, B>>(&k_cache[cache_at(tile + key, kv_base, d)], kv_stride);
+            let b = coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key * KV_STRIDE + d / 4u], KV_STRIDE);
             s = coopMultiplyAdd(a, b, s);
         }
         coopStoreT(s, &scores[row * SCORE_STRIDE + key], SCORE_STRIDE);
@@ -98,7 +138,6 @@ fn main(
     let pos0 = step.pos + t0;
     let end = pos0 + n_queries;
     let kv_base = (head / (params.n_heads / params.n_kv_heads)) * HEAD_DIM;
-    let kv_stride = params.n_kv_heads * HEAD_DIM;
 
     for (var i = lid; i < BR * HEAD_DIM / 4u; i += WG) {
         let row = i / (HEAD_DIM / 4u);
@@ -129,30 +168,44 @@ fn main(
     var o2 = coop_mat16x16<f32, C>();
     var o3 = coop_mat16x16<f32, C>();
 #endif
-    // Whole fragments of keys from the first one any query of the block sees.
-    let key_first = (first_key(pos0) / FRAGMENT) * FRAGMENT;
+    // Whole tiles of keys from the first one any query of the block sees.
+    let key_first = (first_key(pos0) / BC) * BC;
+    var pieces = fetch(key_first, kv_base, false, lid);
     for (var tile = key_first; tile < end; tile += BC) {
-        tile_scores(tile, subgroup, kv_base);
+        stage(pieces, lid);
         workgroupBarrier();
+        if (tile + BC < end) {
+            pieces = fetch(tile + BC, kv_base, false, lid);
+        }
+        tile_scores(subgroup);
+        workgroupBarrier();
+        // The next tile's staging writes only kv_tile, which no one reads from here on.
         raise_row_max(tile, pos0, n_queries, lid);
-        workgroupBarrier();
     }
+    pieces = fetch(key_first, kv_base, false, lid);
     for (var tile = key_first; tile < end; tile += BC) {
-        tile_scores(tile, subgroup, kv_base);
+        stage(pieces, lid);
+        workgroupBarrier();
+        pieces = fetch(tile, kv_base, true, lid);
+        tile_scores(subgroup);
         workgroupBarrier();
         weigh_row(tile, pos0, n_queries, lid);
+        stage(pieces, lid);
         workgroupBarrier();
+        if (tile + BC < end) {
+            pieces = fetch(tile + BC, kv_base, false, lid);
+        }
         for (var key = 0u; key < BC; key += FRAGMENT) {
             let a = coopLoadT<coop_mat16x16<f16, A>>(&weights[row_block * WEIGHT_STRIDE + key], WEIGHT_STRIDE);
-            let at = cache_at(tile + key, kv_base, slab);
-            o0 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[at], kv_stride), o0);
-            o1 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[at + 16u], kv_stride), o1);
+            let at = key * KV_STRIDE + slab / 4u;
+            o0 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&kv_tile[at], KV_STRIDE), o0);
+            o1 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&kv_tile[at + 4u], KV_STRIDE), o1);
 #ifndef NARROW_SLABS
-            o2 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[at + 32u], kv_stride), o2);
-            o3 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[at + 48u], kv_stride), o3);
+            o2 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&kv_tile[at + 8u], KV_STRIDE), o2);
+            o3 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&kv_tile[at + 12u], KV_STRIDE), o3);
 #endif
         }
-        // The next tile's scores and weights overwrite these.
+        // The next tile's keys, scores and weights overwrite these.
         workgroupBarrier();
     }
     store_output(o0, row_block, slab, t0, n_queries, head, subgroup, lane);
@@ -228,15 +281,15 @@ fn weigh_row(tile: u32, pos0: u32, n_queries: u32, lid: u32) {
 }
 
 // Divides fragment `o` (rows row .. row + 15 of the block, dimensions dim .. dim + 15) by its
-// rows' weight sums into `out`, through the subgroup's slot of `fragments`.
+// rows' weight sums into `out`, through the subgroup's slot of `scores`.
 fn store_output(o: coop_mat16x16<f32, C>, row: u32, dim: u32, t0: u32, n_queries: u32, head: u32, subgroup: u32, lane: u32) {
     let slot = subgroup * FRAGMENT * FRAGMENT;
-    coopStoreT(o, &fragments[slot], FRAGMENT);
+    coopStoreT(o, &scores[slot], FRAGMENT);
     workgroupBarrier();
     for (var i = lane; i < FRAGMENT * FRAGMENT; i += 32u) {
         let r = row + i / FRAGMENT;
         if (r < n_queries) {
-            out[((t0 + r) * params.n_heads + head) * HEAD_DIM + dim + i % FRAGMENT] = fragments[slot + i] / row_sum[r];
+            out[((t0 + r) * params.n_heads + head) * HEAD_DIM + dim + i % FRAGMENT] = scores[slot + i] / row_sum[r];
         }
     }
     workgroupBarrier();

@@ -364,8 +364,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             n_tokens: 21,
             split: false,
         },
-        // Gemma-like prefill on a ring whose length suits the tensor-core kernel (a multiple of
-        // 16): the window starts mid-fragment and the ring wraps.
+        // Gemma-like prefill on a ring of 32: the window starts mid-tile and the ring wraps.
         AttentionCase {
             n_heads: 4,
             n_kv_heads: 1,

@@ -206,31 +206,30 @@ pub fn record_attention(
 }
 
 /// The tensor-core prefill kernel's tile (`attention_flash.wgsl`): `rows` queries per
-/// workgroup, keys 64 at a time.
+/// workgroup, `keys` keys at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlashTile {
     pub rows: u32,
+    pub keys: u32,
     pub head_dim: u32,
 }
 
 impl FlashTile {
-    const KEYS: u32 = 64;
-
     /// Where the adapter multiplies on cooperative matrices and the cache suits the kernel: f16,
-    /// a head dimension that is a multiple of 32 (64, 96, 128, 256), and a ring whose 16-key
-    /// fragments never wrap. 64 queries per workgroup for narrow heads, 32 for wider ones
-    /// (shared memory).
+    /// and a head dimension that is a multiple of 32 (64, 96, 128, 256).
     pub fn for_cache(ctx: &GpuContext, cache: &KvCache) -> Option<FlashTile> {
-        let suits = ctx.caps.cooperative_matrix
-            && cache.f16
-            && cache.head_dim.is_multiple_of(32)
-            && cache.cache_len.is_multiple_of(16);
-        let tile = FlashTile::new(cache.head_dim);
-        (suits && tile.shared_bytes() <= ctx.caps.max_workgroup_storage_bytes).then_some(tile)
+        let suits = ctx.caps.cooperative_matrix && cache.f16 && cache.head_dim.is_multiple_of(32);
+        FlashTile::new(cache.head_dim, ctx.caps.max_workgroup_storage_bytes).filter(|_| suits)
     }
 
-    pub fn new(head_dim: u32) -> FlashTile {
-        FlashTile { rows: if head_dim <= 64 { 64 } else { 32 }, head_dim }
+    /// 64 queries per workgroup for narrow heads, 32 for wider ones; keys 64 at a time, or
+    /// fewer where the staged tiles would not fit `max_shared_bytes` (heads of 256).
+    pub fn new(head_dim: u32, max_shared_bytes: u32) -> Option<FlashTile> {
+        let rows = if head_dim <= 64 { 64 } else { 32 };
+        [64, 32, 16]
+            .into_iter()
+            .map(|keys| FlashTile { rows, keys, head_dim })
+            .find(|tile| tile.shared_bytes() <= max_shared_bytes)
     }
 
     /// Dimensions per subgroup: 64, or 32 where the head is not a multiple of 64.
@@ -252,15 +251,21 @@ impl FlashTile {
         1 << per_row.ilog2()
     }
 
-    /// Shared memory the kernel declares: the f16 query tile, the tile's f32 scores and f16
-    /// weights (each row padded by 16 bytes), a max and a sum per row, an f32 fragment per
-    /// subgroup.
+    /// f32 values of the scores array: a tile's scores (rows padded by 16 bytes), or an output
+    /// fragment per subgroup at the end, whichever is more.
+    fn scores_len(self) -> u32 {
+        (self.rows * (self.keys + 4)).max(self.subgroups() * 256)
+    }
+
+    /// Shared memory the kernel declares: the f16 query tile and key or value tile (rows padded
+    /// by 16 bytes), the scores, the tile's f16 weights (rows padded by 16 bytes), a max and a
+    /// sum per row.
     pub fn shared_bytes(self) -> u32 {
         self.rows * (self.head_dim + 8) * 2
-            + self.rows * (Self::KEYS + 4) * 4
-            + self.rows * (Self::KEYS + 8) * 2
+            + self.keys * (self.head_dim + 8) * 2
+            + self.scores_len() * 4
+            + self.rows * (self.keys + 8) * 2
             + self.rows * 8
-            + self.subgroups() * 256 * 4
     }
 
     pub fn defines(self) -> Vec<Define> {
@@ -269,7 +274,8 @@ impl FlashTile {
             Define::flag("COOPERATIVE_MATRIX"),
             Define::u32("HEAD_DIM", self.head_dim),
             Define::u32("BR", self.rows),
-            Define::u32("BC", Self::KEYS),
+            Define::u32("BC", self.keys),
+            Define::u32("SCORES_LEN", self.scores_len()),
             Define::u32("WG", 32 * self.subgroups()),
             Define::u32("ROW_LANES", self.row_lanes()),
         ];
@@ -471,7 +477,7 @@ mod flash_tests {
     #[test]
     fn flash_attention_translates_to_spirv_for_each_head_dimension() {
         for head_dim in [64, 96, 128, 256] {
-            let tile = FlashTile::new(head_dim);
+            let tile = FlashTile::new(head_dim, 48 << 10).unwrap();
             let source = expand("attention_flash.wgsl", &tile.defines()).unwrap();
             let module = naga::front::wgsl::parse_str(&source)
                 .unwrap_or_else(|e| panic!("{head_dim}: {}", e.emit_to_string(&source)));
