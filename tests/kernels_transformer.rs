@@ -211,6 +211,9 @@ struct AttentionCase {
     n_tokens: u32,
     /// Decode's key-split kernels (n_tokens must be 1) instead of the general one.
     split: bool,
+    /// Added to dimension 0 of every key at position p: key_ramp · p / total, so that the
+    /// scores of later keys keep passing (or falling behind) the earlier ones by wide margins.
+    key_ramp: f32,
 }
 
 /// Runs two steps (history, then the batch under test) so the ring and the mask both matter,
@@ -219,7 +222,10 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     let kv_dim = (case.n_kv_heads * case.head_dim) as usize;
     let q_dim = (case.n_heads * case.head_dim) as usize;
     let total = (case.history + case.n_tokens) as usize;
-    let keys = values(total * kv_dim, 10);
+    let mut keys = values(total * kv_dim, 10);
+    for (p, key) in keys.chunks_mut(case.head_dim as usize).enumerate() {
+        key[0] += case.key_ramp * (p / case.n_kv_heads as usize) as f32 / total as f32;
+    }
     let vals = values(total * kv_dim, 11);
     let queries = values(case.n_tokens as usize * q_dim, 12);
     let scale = 1.0 / (case.head_dim as f32).sqrt();
@@ -318,6 +324,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 70,
             n_tokens: 5,
             split: false,
+            key_ramp: 0.0,
         },
         // Gemma-like: one kv head, head_dim 256, sliding window over a ring of window + batch.
         AttentionCase {
@@ -329,6 +336,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 20,
             n_tokens: 6,
             split: false,
+            key_ramp: 0.0,
         },
         // Prefill blocks of 4 queries: 19 tokens (a partial last block), head_dim 128 (several
         // thread groups per column), GQA 2:1, full attention.
@@ -341,6 +349,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 150,
             n_tokens: 19,
             split: false,
+            key_ramp: 0.0,
         },
         // Prefill over more keys than one 256-key tile, so the online softmax rescales.
         AttentionCase {
@@ -352,6 +361,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 520,
             n_tokens: 9,
             split: false,
+            key_ramp: 0.0,
         },
         // Gemma-like prefill: a window shorter than the block's span, on a wrapped ring.
         AttentionCase {
@@ -363,6 +373,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 40,
             n_tokens: 21,
             split: false,
+            key_ramp: 0.0,
         },
         // Gemma-like prefill on a ring of 32: the window starts mid-tile and the ring wraps.
         AttentionCase {
@@ -374,6 +385,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 45,
             n_tokens: 21,
             split: false,
+            key_ramp: 0.0,
         },
         // Prefill of 45 queries (a partial second block of 32) over five 64-key tiles, GQA 4:1.
         AttentionCase {
@@ -385,6 +397,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 300,
             n_tokens: 45,
             split: false,
+            key_ramp: 0.0,
         },
         // Phi-3's heads of 96 values on the tensor-core kernel's slabs of 32 dimensions (6
         // subgroups, 4 lanes per query row): 45 queries over five 64-key tiles, GQA 2:1.
@@ -397,6 +410,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 300,
             n_tokens: 45,
             split: false,
+            key_ramp: 0.0,
         },
         // Qwen-like GQA 7:1, a partial block of 13 queries.
         AttentionCase {
@@ -408,6 +422,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 50,
             n_tokens: 13,
             split: false,
+            key_ramp: 0.0,
         },
         // head_dim 24: not a divisor of the workgroup in vec4 columns, so the general kernel.
         AttentionCase {
@@ -419,6 +434,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 10,
             n_tokens: 7,
             split: false,
+            key_ramp: 0.0,
         },
         // Decode: one token.
         AttentionCase {
@@ -430,6 +446,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 33,
             n_tokens: 1,
             split: false,
+            key_ramp: 0.0,
         },
         // Decode split over the keys: 4 slices of 9 keys (the last one short) with GQA.
         AttentionCase {
@@ -441,6 +458,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 33,
             n_tokens: 1,
             split: true,
+            key_ramp: 0.0,
         },
         // 32 slices but 6 keys: most slices are empty and must not count.
         AttentionCase {
@@ -452,6 +470,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 5,
             n_tokens: 1,
             split: true,
+            key_ramp: 0.0,
         },
         // Gemma-like sliding window on a wrapped ring, slices longer than a 64-key tile.
         AttentionCase {
@@ -463,6 +482,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 700,
             n_tokens: 1,
             split: true,
+            key_ramp: 0.0,
         },
         // Many slices of long keys: 3000 keys over 32 slices of 94 (two tiles each).
         AttentionCase {
@@ -474,6 +494,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 2999,
             n_tokens: 1,
             split: true,
+            key_ramp: 0.0,
         },
         // Slices of 300 keys: more than one 256-key tile each, so the online softmax rescales.
         AttentionCase {
@@ -485,6 +506,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 9599,
             n_tokens: 1,
             split: true,
+            key_ramp: 0.0,
         },
         // Phi-3's heads of 96 values: 24 columns do not divide the 256 threads, so the last 16
         // threads only join the reductions; slices of 300 keys, GQA.
@@ -497,6 +519,21 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             history: 9599,
             n_tokens: 1,
             split: true,
+            key_ramp: 0.0,
+        },
+        // Scores that rise or fall along the keys by up to ~25 (dimension 0 ramps to 300, scaled
+        // by 1/√128), so that a query's largest score keeps moving from tile to tile, where the
+        // other cases' scores stay within a few units; 45 queries over six 64-key tiles, GQA 2:1.
+        AttentionCase {
+            n_heads: 4,
+            n_kv_heads: 2,
+            head_dim: 128,
+            window: 0,
+            cache_len: 384,
+            history: 300,
+            n_tokens: 45,
+            split: false,
+            key_ramp: 300.0,
         },
     ];
     for ctx in &default_and_f32_contexts() {
