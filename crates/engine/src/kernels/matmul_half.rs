@@ -69,6 +69,19 @@ pub struct HalfShape {
     pub max_matrix_values: u64,
 }
 
+/// Weights of a model's largest product below which its prefill keeps the tiled kernel: on an
+/// H200 (`bench/results/2026-11-27-h200-half-prefill/run3.log`) Gemma 3 270M, whose largest
+/// product holds 1.3M weights, prefilled 512 tokens 2–13% slower with these products; Gemma 3
+/// 1B (8M) 20–28% faster, Llama 3.2 1B (16.8M) 51–54%.
+const MIN_MATRIX_VALUES: u64 = 1 << 22;
+
+impl HalfShape {
+    /// Whether the products pay for their conversions in models of this shape.
+    pub fn pays_off(self) -> bool {
+        self.max_matrix_values >= MIN_MATRIX_VALUES
+    }
+}
+
 /// The f16 operands of the products: the step's input rows and a slice of a weight matrix.
 pub struct HalfOperands {
     /// Rows of every token a step can hold (padded to whole tiles), `max_row_len` wide.

@@ -60,8 +60,9 @@ pub struct Activations {
     /// Decode inputs in Q8 form, one per width a product reads (hidden, q, feed-forward), for
     /// the weight types whose products take it (`matmul::takes_q8_input`).
     pub q8_inputs: Vec<Q8Vector>,
-    /// The f16 operands of prefill products on tensor cores, where the GPU has them and a step
-    /// can be large enough to use them (`matmul_half::MIN_TOKENS`).
+    /// The f16 operands of prefill products on tensor cores, where the GPU has them, a step
+    /// can be large enough to use them (`matmul_half::MIN_TOKENS`) and the model's products
+    /// are (`HalfShape::pays_off`).
     pub half_operands: Option<HalfOperands>,
 }
 
@@ -184,8 +185,10 @@ impl Activations {
                 .into_iter()
                 .map(|width| Q8Vector::new(ctx, "decode input", width))
                 .collect(),
-            half_operands: (half_products_run_on(&ctx.caps) && max_tokens >= HALF_MIN_TOKENS)
-                .then(|| HalfOperands::new(ctx, max_tokens, half_shape(config))),
+            half_operands: (half_products_run_on(&ctx.caps)
+                && max_tokens >= HALF_MIN_TOKENS
+                && half_shape(config).pays_off())
+            .then(|| HalfOperands::new(ctx, max_tokens, half_shape(config))),
         }
     }
 
