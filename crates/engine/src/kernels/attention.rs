@@ -222,10 +222,13 @@ impl FlashTile {
         FlashTile::new(cache.head_dim, ctx.caps.max_workgroup_storage_bytes).filter(|_| suits)
     }
 
-    /// 64 queries per workgroup for narrow heads, 32 for wider ones; keys 64 at a time, or
-    /// fewer where the staged tiles would not fit `max_shared_bytes` (heads of 256).
+    /// 64 queries per workgroup for heads up to 128, 32 for wider ones; keys 64 at a time, or
+    /// fewer where the staged tiles would not fit `max_shared_bytes` (32 for heads of 96 and
+    /// 128, which the larger query tile buys back: on an H200 64 rows of 32-key tiles
+    /// prefilled Llama 8B and Phi-3.5 at depth 4096 15–18% faster than 32 rows of 64-key
+    /// tiles, and 16 rows were 3× slower; `bench/results/2026-11-27-h200-flash-rows/`).
     pub fn new(head_dim: u32, max_shared_bytes: u32) -> Option<FlashTile> {
-        let rows = if head_dim <= 64 { 64 } else { 32 };
+        let rows = if head_dim <= 128 { 64 } else { 32 };
         [64, 32, 16]
             .into_iter()
             .map(|keys| FlashTile { rows, keys, head_dim })
