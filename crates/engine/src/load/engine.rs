@@ -171,6 +171,7 @@ impl Engine {
             max_batch,
             kv_f16: caps.shader_f16,
             max_storage_binding: caps.max_storage_binding,
+            half_products: crate::kernels::matmul_half::runs_on(caps),
         };
         let footprint = MemoryFootprint::estimate(gguf, config, &shape);
         let memory = self.ctx.memory();

@@ -33,6 +33,9 @@ pub struct SessionShape {
     pub kv_f16: bool,
     /// The adapter's largest storage binding (split-K scratch is capped at it).
     pub max_storage_binding: u64,
+    /// The adapter runs prefill products on tensor cores from f16 operands
+    /// (`kernels::matmul_half::runs_on`), whose scratch then counts.
+    pub half_products: bool,
 }
 
 impl MemoryFootprint {
@@ -72,9 +75,11 @@ impl MemoryFootprint {
             })
             .sum();
         let rope_tables = 1 + u64::from(config.rope_local.is_some());
-        let scratch = ActivationSizes::new(config, shape.max_batch, shape.max_storage_binding).total()
-            + rope_tables * RopeTable::bytes(config.rope_dim, shape.context_len)
-            + attention_slices;
+        let scratch =
+            ActivationSizes::new(config, shape.max_batch, shape.max_storage_binding, shape.half_products)
+                .total()
+                + rope_tables * RopeTable::bytes(config.rope_dim, shape.context_len)
+                + attention_slices;
         MemoryFootprint { weights: 0, kv_cache, scratch }
     }
 

@@ -60,9 +60,8 @@ pub struct Activations {
     /// Decode inputs in Q8 form, one per width a product reads (hidden, q, feed-forward), for
     /// the weight types whose products take it (`matmul::takes_q8_input`).
     pub q8_inputs: Vec<Q8Vector>,
-    /// The f16 operands of prefill products on tensor cores, where the GPU has them, a step
-    /// can be large enough to use them (`matmul_half::MIN_TOKENS`) and the model's products
-    /// are (`HalfShape::pays_off`).
+    /// The f16 operands of prefill products on tensor cores, where the session takes them
+    /// (`takes_half_operands`).
     pub half_operands: Option<HalfOperands>,
 }
 
@@ -85,7 +84,8 @@ pub struct ActivationSizes {
 }
 
 impl ActivationSizes {
-    pub fn new(config: &ModelConfig, max_tokens: u32, max_storage_binding: u64) -> Self {
+    /// `half_products`: the adapter runs `matmul_half`'s products (`matmul_half::runs_on`).
+    pub fn new(config: &ModelConfig, max_tokens: u32, max_storage_binding: u64, half_products: bool) -> Self {
         let floats = |per_token: u32| u64::from(max_tokens) * u64::from(per_token) * 4;
         let q_dim = config.n_heads * config.head_dim;
         Self {
@@ -105,8 +105,10 @@ impl ActivationSizes {
             last_normed: u64::from(config.hidden) * 4,
             logits: u64::from(config.vocab_size) * 4,
             q8_inputs: q8_widths(config).iter().map(|&width| Q8Vector::bytes(width)).sum(),
-            // Counted whether or not the GPU has tensor cores: an estimate errs high.
-            half_operands: HalfOperands::bytes(max_tokens, half_shape(config), max_storage_binding),
+            half_operands: match takes_half_operands(config, max_tokens, half_products) {
+                true => HalfOperands::bytes(max_tokens, half_shape(config), max_storage_binding),
+                false => 0,
+            },
         }
     }
 
@@ -149,6 +151,13 @@ fn q8_widths(config: &ModelConfig) -> Vec<u32> {
 
 /// What the f16 prefill products of a layer must hold: their widest input (the hidden state,
 /// the attention output or the feed-forward activation) and largest matrix part.
+/// Whether a session of steps up to `max_tokens` holds f16 operands for its prefill products:
+/// where the adapter runs them (`half_products`), a step can be large enough to use them
+/// (`matmul_half::MIN_TOKENS`) and the model's products are (`HalfShape::pays_off`).
+fn takes_half_operands(config: &ModelConfig, max_tokens: u32, half_products: bool) -> bool {
+    half_products && max_tokens >= HALF_MIN_TOKENS && half_shape(config).pays_off()
+}
+
 fn half_shape(config: &ModelConfig) -> HalfShape {
     let q_dim = config.n_heads * config.head_dim;
     HalfShape {
@@ -159,7 +168,12 @@ fn half_shape(config: &ModelConfig) -> HalfShape {
 
 impl Activations {
     fn new(ctx: &GpuContext, config: &ModelConfig, max_tokens: u32) -> Self {
-        let sizes = ActivationSizes::new(config, max_tokens, ctx.caps.max_storage_binding);
+        let sizes = ActivationSizes::new(
+            config,
+            max_tokens,
+            ctx.caps.max_storage_binding,
+            half_products_run_on(&ctx.caps),
+        );
         let rows = |label: &str, width: u32| GpuTensor::zeroed(ctx, label, max_tokens, width, Element::F32);
         let row = |label: &str, width: u32| GpuTensor::zeroed(ctx, label, 1, width, Element::F32);
         let q_dim = config.n_heads * config.head_dim;
@@ -185,10 +199,8 @@ impl Activations {
                 .into_iter()
                 .map(|width| Q8Vector::new(ctx, "decode input", width))
                 .collect(),
-            half_operands: (half_products_run_on(&ctx.caps)
-                && max_tokens >= HALF_MIN_TOKENS
-                && half_shape(config).pays_off())
-            .then(|| HalfOperands::new(ctx, max_tokens, half_shape(config))),
+            half_operands: takes_half_operands(config, max_tokens, half_products_run_on(&ctx.caps))
+                .then(|| HalfOperands::new(ctx, max_tokens, half_shape(config))),
         }
     }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use doppler_engine::{
     gguf::GgufFile,
+    kernels::matmul_half,
     load::DEFAULT_MAX_BATCH,
     model::{limits::MAX_CONTEXT, open_model_source, MemoryFootprint, ModelConfig, SessionShape},
 };
@@ -43,6 +44,7 @@ pub struct ContextSetting {
 struct DeviceFacts {
     kv_f16: bool,
     max_storage_binding: u64,
+    half_products: bool,
     budget: Option<u64>,
 }
 
@@ -114,6 +116,7 @@ impl ModelCatalog {
             Some(gpu) => DeviceFacts {
                 kv_f16: gpu.caps.shader_f16,
                 max_storage_binding: gpu.caps.max_storage_binding,
+                half_products: matmul_half::runs_on(&gpu.caps),
                 budget: gpu.memory().budget,
             },
             None => {
@@ -121,7 +124,14 @@ impl ModelCatalog {
                 // Unknown until the device opens, and harmless uncapped: the split-K scratch it
                 // caps is at most 32 MiB (8 splits × 128 tokens × 8,192 floats), under any
                 // adapter's binding limit (128 MiB on lavapipe), so the estimate is the engine's.
-                DeviceFacts { kv_f16: memory.kv_f16, max_storage_binding: u64::MAX, budget: memory.budget }
+                // Whether the f16 prefill products run is unknown too: counted, the estimate
+                // errs high.
+                DeviceFacts {
+                    kv_f16: memory.kv_f16,
+                    max_storage_binding: u64::MAX,
+                    half_products: true,
+                    budget: memory.budget,
+                }
             }
         }
     }
@@ -146,6 +156,7 @@ fn footprint(
         max_batch: DEFAULT_MAX_BATCH.min(context_len),
         kv_f16: device.kv_f16,
         max_storage_binding: device.max_storage_binding,
+        half_products: device.half_products,
     };
     MemoryFootprint::estimate(gguf, config, &shape)
 }
