@@ -38,7 +38,8 @@ struct Params {
 @group(0) @binding(9) var<storage, read> k_norm: array<f32>;
 #endif
 
-#include "workgroup_reduce.wgsl"
+// One row per workgroup: a query head's, or a kv head's key.
+const QK_ROWS = 2u;
 #include "qk_rope.wgsl"
 
 @compute @workgroup_size(WG)
@@ -55,14 +56,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let q_base = (token * params.n_heads + head) * HEAD_DIM;
     let kv_base = (token * params.n_kv_heads + kv_head) * HEAD_DIM;
 
-    let scales = load_rows(lid, q_base, kv_base, is_query, !is_query);
-    let scale = select(scales.y, scales.x, is_query);
+    stage_rows(lid, q_base, kv_base, select(0u, 1u, is_query), !is_query);
+    let row = select(KEY_ROW, 0u, is_query);
 
     let pos = step.pos + token;
     let cs_base = rope_base(pos);
     let slot_base = ((pos % params.cache_len) * params.n_kv_heads + kv_head) * HEAD_DIM;
     for (var d = lid; d < HEAD_DIM; d += WG) {
-        let y = rotated(d, scale, is_query, cs_base);
+        let y = rotated(row, d, cs_base);
         if (is_query) {
             q[q_base + d] = y;
         } else {

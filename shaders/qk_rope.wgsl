@@ -1,44 +1,58 @@
 // Per-head RMSNorm (QK_NORM, Gemma) and RoPE of q and k rows, shared by the fused q/k step
-// (fused_qk_rope_store.wgsl) and decode attention that takes that step over (attention.wgsl,
-// ROPE_STORE). The including shader provides q and k (rows of HEAD_DIM), table, q_norm and
-// k_norm (QK_NORM), params.rot_dim, params.max_positions and params.eps, NEOX for the pair
-// style, and workgroup_reduce.wgsl. The math and its order match the separate rmsnorm and rope
+// (fused_qk_rope_store.wgsl) and decode attention that takes that step over
+// (attention_decode.wgsl, ROPE_STORE). The including shader provides QK_ROWS (the query rows
+// it stages at most, plus one for the key), q and k (rows of HEAD_DIM), table, q_norm and
+// k_norm (QK_NORM), params.rot_dim, params.max_positions and params.eps, and NEOX for the
+// pair style; WG must be a power of two. The math and its order match the separate rmsnorm and rope
 // kernels.
 
-// The staged q row (elements 0..HEAD_DIM) and k row (HEAD_DIM..2·HEAD_DIM).
-var<workgroup> rows: array<f32, 2u * HEAD_DIM>;
-
-// Stages q from element q_base (with_query) and k from k_base (with_key) in `rows` and returns
-// their norm scales (1 without QK_NORM, or for a row not staged). Both rows are read in one
-// round of loads, so a workgroup that needs both waits for memory once. Every thread calls it
-// with the same flags; afterwards the staged rows are visible to all of them.
-fn load_rows(lid: u32, q_base: u32, k_base: u32, with_query: bool, with_key: bool) -> vec2<f32> {
-    var sums = vec2<f32>(0.0);
-    for (var d = lid; d < HEAD_DIM; d += WG) {
-        if (with_query) {
-            let x = q[q_base + d];
-            rows[d] = x;
-            sums.x += x * x;
-        }
-        if (with_key) {
-            let x = k[k_base + d];
-            rows[HEAD_DIM + d] = x;
-            sums.y += x * x;
-        }
-    }
-    var scales = vec2<f32>(1.0);
+// The staged rows: query rows 0..KEY_ROW, the key row KEY_ROW (QK_ROWS from the includer),
+// and each staged row's norm scale (1 without QK_NORM).
+const KEY_ROW = QK_ROWS - 1u;
+var<workgroup> rows: array<f32, QK_ROWS * HEAD_DIM>;
+var<workgroup> row_scales: array<f32, QK_ROWS>;
 #ifdef QK_NORM
-    // Only the staged rows are reduced: most decode slices stage no key.
-    if (with_query) {
-        scales.x = inverseSqrt(workgroup_sum(lid, sums.x) / f32(HEAD_DIM) + params.eps);
+var<workgroup> norm_slots: array<f32, QK_ROWS * WG>;
+#endif
+
+// Stages `queries` consecutive q rows from element q_base into rows 0.., and with `with_key`
+// the k row from k_base into KEY_ROW, all in one round of loads, then their norm scales. Every
+// thread calls it with the same arguments; afterwards the rows and scales are visible to all.
+fn stage_rows(lid: u32, q_base: u32, k_base: u32, queries: u32, with_key: bool) {
+    for (var i = lid; i < queries * HEAD_DIM; i += WG) {
+        rows[i] = q[q_base + i];
     }
     if (with_key) {
-        scales.y = inverseSqrt(workgroup_sum(lid, sums.y) / f32(HEAD_DIM) + params.eps);
+        for (var d = lid; d < HEAD_DIM; d += WG) {
+            rows[KEY_ROW * HEAD_DIM + d] = k[k_base + d];
+        }
     }
-#else
+    workgroupBarrier();
+#ifdef QK_NORM
+    // Every row's sum of squares in one tree over the workgroup (a row not staged sums
+    // whatever is there, unused).
+    for (var row = 0u; row < QK_ROWS; row++) {
+        var sum = 0.0;
+        for (var d = lid; d < HEAD_DIM; d += WG) {
+            let x = rows[row * HEAD_DIM + d];
+            sum += x * x;
+        }
+        norm_slots[row * WG + lid] = sum;
+    }
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
+        if (lid < stride) {
+            for (var row = 0u; row < QK_ROWS; row++) {
+                norm_slots[row * WG + lid] += norm_slots[row * WG + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (lid < QK_ROWS) {
+        row_scales[lid] = inverseSqrt(norm_slots[lid * WG] / f32(HEAD_DIM) + params.eps);
+    }
     workgroupBarrier();
 #endif
-    return scales;
 }
 
 // The first (cos θ, sin θ) of position `pos` in `table` ([max_positions, rot_dim / 2]).
@@ -46,22 +60,23 @@ fn rope_base(pos: u32) -> u32 {
     return min(pos, params.max_positions - 1u) * (params.rot_dim / 2u);
 }
 
-// Element d of the q or k row after the norm (when QK_NORM), before rotation.
-fn normed(d: u32, scale: f32, is_query: bool) -> f32 {
+// Element d of staged row `row` after the norm (when QK_NORM), before rotation.
+fn normed(row: u32, d: u32) -> f32 {
+    let x = rows[row * HEAD_DIM + d];
 #ifdef QK_NORM
-    if (is_query) {
-        return rows[d] * scale * q_norm[d];
+    if (row == KEY_ROW) {
+        return x * row_scales[row] * k_norm[d];
     }
-    return rows[HEAD_DIM + d] * scale * k_norm[d];
+    return x * row_scales[row] * q_norm[d];
 #else
-    return rows[select(HEAD_DIM, 0u, is_query) + d];
+    return x;
 #endif
 }
 
-// Element d of the rotated row: NEOX pairs (i, i + rot_dim/2), else (2i, 2i + 1); elements
-// past rot_dim pass through.
-fn rotated(d: u32, scale: f32, is_query: bool, cs_base: u32) -> f32 {
-    let x = normed(d, scale, is_query);
+// Element d of staged row `row` rotated: NEOX pairs (i, i + rot_dim/2), else (2i, 2i + 1);
+// elements past rot_dim pass through.
+fn rotated(row: u32, d: u32, cs_base: u32) -> f32 {
+    let x = normed(row, d);
     if (d >= params.rot_dim) {
         return x;
     }
@@ -69,15 +84,15 @@ fn rotated(d: u32, scale: f32, is_query: bool, cs_base: u32) -> f32 {
 #ifdef NEOX
     if (d < half) {
         let cs = table[cs_base + d];
-        return x * cs.x - normed(d + half, scale, is_query) * cs.y;
+        return x * cs.x - normed(row, d + half) * cs.y;
     }
     let cs = table[cs_base + d - half];
-    return normed(d - half, scale, is_query) * cs.y + x * cs.x;
+    return normed(row, d - half) * cs.y + x * cs.x;
 #else
     let cs = table[cs_base + d / 2u];
     if ((d & 1u) == 0u) {
-        return x * cs.x - normed(d + 1u, scale, is_query) * cs.y;
+        return x * cs.x - normed(row, d + 1u) * cs.y;
     }
-    return normed(d - 1u, scale, is_query) * cs.y + x * cs.x;
+    return normed(row, d - 1u) * cs.y + x * cs.x;
 #endif
 }

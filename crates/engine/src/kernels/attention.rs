@@ -1,9 +1,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{
-    base_defines, check_same_rows, check_width,
-    fused_qk::{record_qk_rope_store, QkStep},
-    make_dispatch, threads_per_token, workgroups_per_token, KernelError,
+    base_defines, check_same_rows, check_width, make_dispatch, threads_per_token, workgroups_per_token,
+    KernelError,
 };
 use crate::gpu::{grid, Define, GpuContext, GpuTensor, OpList, StepBuffer, Workgroups};
 
@@ -102,15 +101,15 @@ pub fn record_kv_store(
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct AttentionParams {
+pub(super) struct AttentionParams {
     n_heads: u32,
     n_kv_heads: u32,
     cache_len: u32,
     window: u32,
     scale: f32,
-    rot_dim: u32,
-    max_positions: u32,
-    eps: f32,
+    pub(super) rot_dim: u32,
+    pub(super) max_positions: u32,
+    pub(super) eps: f32,
 }
 
 #[cfg(test)]
@@ -121,7 +120,7 @@ fn attention_params_match_wgsl() {
 
 impl AttentionParams {
     /// Without a q/k step in the kernel.
-    fn new(layer: &AttentionLayer, n_heads: u32) -> Self {
+    pub(super) fn new(layer: &AttentionLayer, n_heads: u32) -> Self {
         let cache = layer.cache;
         Self {
             n_heads,
@@ -296,152 +295,9 @@ const QUERIES_PER_BLOCK: u32 = 4;
 /// large GPU busy although each serves several queries.
 const BLOCK_WORKGROUP_SIZE: u32 = 256;
 
-/// Most key slices per head in decode attention: with the 4 heads of the small Gemma models
-/// that is 128 workgroups, about one per SM of a large GPU.
-const MAX_KEY_SLICES: u32 = 32;
-/// Threads of the split kernels: at least the vec4 columns of a head (64 for head_dim 256), so
-/// whole groups of threads share a slice's values; where the columns do not divide it (24 for
-/// Phi-3's head_dim 96) the threads past the last group only join the reductions. A power of
-/// two (the reductions' trees) and at least MAX_KEY_SLICES.
-const SPLIT_WORKGROUP_SIZE: u32 = 256;
-/// Fewest keys a slice is sized for, at load for the longest context and in the kernel for
-/// the step's: a short context fills only its first slices. Measured on an H100 (1B tg128,
-/// two rounds): 8 keys 518.7 and 518.0 tok/s, 16 keys 509 and 511, 32 keys 493 and 496, every
-/// slice filled 516.2 and 516.5.
-const MIN_KEYS_PER_SLICE: u32 = 8;
-
-/// Key slices per head for a layer that sees at most `max_keys` keys.
-fn key_slices(max_keys: u32) -> u32 {
-    max_keys.div_ceil(MIN_KEYS_PER_SLICE).clamp(1, MAX_KEY_SLICES)
-}
-
-/// Bytes of the per-slice values and (max, sum) stats of a decode attention layer over at most
-/// `max_keys` keys.
-fn split_buffer_sizes(n_heads: u32, head_dim: u32, max_keys: u32) -> (u64, u64) {
-    let partials = u64::from(n_heads) * u64::from(key_slices(max_keys));
-    (partials * u64::from(head_dim) * 4, partials * 8)
-}
-
-/// Scratch a decode attention layer keeps for its key slices (see `split_buffer_sizes`).
-pub fn split_scratch_bytes(n_heads: u32, head_dim: u32, max_keys: u32) -> u64 {
-    let (values, stats) = split_buffer_sizes(n_heads, head_dim, max_keys);
-    values + stats
-}
-
-/// Records decode attention (a step of exactly one token) as in `record_attention`, split
-/// over key slices: one workgroup per (head, slice), then one per head merges the slices.
-pub fn record_decode_attention(
-    ctx: &GpuContext,
-    ops: &mut OpList,
-    label: &str,
-    queries: &GpuTensor,
-    layer: &AttentionLayer,
-) -> Result<(), KernelError> {
-    check_heads(queries, layer)?;
-    if !split_fits(layer.cache) {
-        // The split kernels give each thread one vec4 column of a head; other head sizes
-        // take the general kernel, which handles a single token as well.
-        return record_attention(ctx, ops, label, queries, layer);
-    }
-    record_split_attention(ctx, ops, label, queries, layer, None)
-}
-
-/// As `record_qk_rope_store` (labelled `qk_label`) then `record_decode_attention` of the
-/// rotated queries, in one dispatch fewer where the adapter can bind what that takes: the
-/// attention slices do the q/k step themselves (attention.wgsl's ROPE_STORE).
-pub fn record_decode_attention_with_qk_step(
-    ctx: &GpuContext,
-    ops: &mut OpList,
-    qk_label: &str,
-    label: &str,
-    qk: &QkStep,
-    layer: &AttentionLayer,
-) -> Result<(), KernelError> {
-    let AttentionLayer { cache, step, .. } = *layer;
-    check_heads(qk.rows.q, layer)?;
-    qk.check("attention", cache)?;
-    // q, both caches, the slices' values and stats, step, raw k and v, the table, the norms.
-    let storage_buffers = 9 + if qk.norms.is_some() { 2 } else { 0 };
-    if !split_fits(cache) || storage_buffers > ctx.caps.max_storage_buffers_per_stage {
-        record_qk_rope_store(ctx, ops, qk_label, qk, cache, step)?;
-        return record_decode_attention(ctx, ops, label, qk.rows.q, layer);
-    }
-    record_split_attention(ctx, ops, label, qk.rows.q, layer, Some((qk_label, qk)))
-}
-
-/// Whether the split kernels take heads of this cache: a vec4 column per thread of a group.
-fn split_fits(cache: &KvCache) -> bool {
-    cache.head_dim / 4 <= SPLIT_WORKGROUP_SIZE
-}
-
-fn record_split_attention(
-    ctx: &GpuContext,
-    ops: &mut OpList,
-    label: &str,
-    queries: &GpuTensor,
-    layer: &AttentionLayer,
-    qk: Option<(&str, &QkStep)>,
-) -> Result<(), KernelError> {
-    let AttentionLayer { cache, output, step, window, .. } = *layer;
-    let n_heads = check_heads(queries, layer)?;
-    let max_keys = if window > 0 { window.min(cache.cache_len) } else { cache.cache_len };
-    let slices = key_slices(max_keys);
-    let mut params = AttentionParams::new(layer, n_heads);
-    if let Some((_, qk)) = qk {
-        (params.rot_dim, params.max_positions, params.eps) =
-            (qk.table.rot_dim, qk.table.max_positions, qk.eps());
-    }
-    let params = ctx.uniform_buffer(label, &params);
-    let (values_bytes, stats_bytes) = split_buffer_sizes(n_heads, cache.head_dim, max_keys);
-    let split_acc = ctx.zeroed_storage(&format!("{label} slice values"), values_bytes);
-    let split_stats = ctx.zeroed_storage(&format!("{label} slice stats"), stats_bytes);
-    let mut defines = cache.defines();
-    defines.retain(|d| d.name != "WG");
-    defines.extend([
-        Define::u32("WG", SPLIT_WORKGROUP_SIZE),
-        Define::u32("HEAD_DIM", cache.head_dim),
-        Define::u32("N_SPLITS", slices),
-        Define::u32("MIN_SLICE_KEYS", MIN_KEYS_PER_SLICE),
-    ]);
-    let max = ctx.caps.max_workgroups_per_dimension;
-    let mut partial_defines = [defines.as_slice(), &[Define::flag("SPLIT")]].concat();
-    let mut partial_buffers =
-        vec![queries.buffer(), &cache.k, &cache.v, &split_acc, &split_stats, step.buffer(), &params];
-    let mut slices_label = format!("{label} slices");
-    if let Some((qk_label, qk)) = qk {
-        // One layer prefix, `blk.3.qk_norm_rope_store+attention slices`, so the profiler's
-        // per-layer grouping still works.
-        slices_label = format!("{qk_label}+{}", slices_label.rsplit('.').next().unwrap_or(&slices_label));
-        partial_defines.push(Define::flag("ROPE_STORE"));
-        partial_defines.extend(qk.defines());
-        partial_buffers.extend([qk.rows.k.buffer(), qk.rows.v.buffer()]);
-        partial_buffers.extend(qk.table_and_norms());
-    }
-    ops.push(make_dispatch(
-        ctx,
-        &slices_label,
-        "attention.wgsl",
-        "split_partial",
-        &partial_defines,
-        &partial_buffers,
-        Workgroups::Fixed(grid(n_heads * slices, max)),
-    )?);
-    let merge_defines = [defines.as_slice(), &[Define::flag("MERGE")]].concat();
-    ops.push(make_dispatch(
-        ctx,
-        &format!("{label} merge"),
-        "attention.wgsl",
-        "split_combine",
-        &merge_defines,
-        &[&split_acc, &split_stats, output.buffer()],
-        Workgroups::Fixed(grid(n_heads, max)),
-    )?);
-    Ok(())
-}
-
 /// Errors unless `queries` and the layer's output are rows of whole heads of the cache's size,
 /// a multiple of its kv heads; returns the query heads.
-fn check_heads(queries: &GpuTensor, layer: &AttentionLayer) -> Result<u32, KernelError> {
+pub(super) fn check_heads(queries: &GpuTensor, layer: &AttentionLayer) -> Result<u32, KernelError> {
     let cache = layer.cache;
     if cache.head_dim == 0 || queries.width() == 0 || !queries.width().is_multiple_of(cache.head_dim) {
         return Err(KernelError::InvalidShape {

@@ -4,6 +4,7 @@
 use crate::gpu::PipelineError;
 
 pub mod attention;
+pub mod decode_attention;
 pub mod elementwise;
 pub mod embedding;
 pub mod fused_norm;

@@ -6,10 +6,7 @@ use serde::Serialize;
 use super::{forward::ActivationSizes, weights::stack_type, ModelConfig};
 use crate::{
     gguf::{GgufFile, TensorInfo},
-    kernels::{
-        attention::{split_scratch_bytes, KvCache},
-        rope::RopeTable,
-    },
+    kernels::{attention::KvCache, decode_attention::HeadShape, rope::RopeTable},
     store::ByteSize,
 };
 
@@ -71,7 +68,12 @@ impl MemoryFootprint {
                     true => config.sliding_window.min(cache_len),
                     false => cache_len,
                 };
-                split_scratch_bytes(config.n_heads, config.head_dim, max_keys)
+                HeadShape {
+                    n_heads: config.n_heads,
+                    n_kv_heads: config.n_kv_heads,
+                    head_dim: config.head_dim,
+                }
+                .split_scratch_bytes(max_keys)
             })
             .sum();
         let rope_tables = 1 + u64::from(config.rope_local.is_some());

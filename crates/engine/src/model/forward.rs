@@ -7,7 +7,8 @@ use super::{
 use crate::{
     gpu::{Element, GpuContext, GpuMatrix, GpuTensor, OpList, StackedMatrix, StepBuffer},
     kernels::{
-        attention::{record_attention, record_decode_attention_with_qk_step, AttentionLayer, KvCache},
+        attention::{record_attention, AttentionLayer, KvCache},
+        decode_attention::record_decode_attention_with_qk_step,
         elementwise::{record_add_row, record_copy_last_row, record_gated_activation, Activation},
         embedding::{record_embedding, ScaledTable},
         fused_norm::{record_residual_norm, ResidualNorms, ResidualRows},

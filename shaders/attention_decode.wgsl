@@ -1,0 +1,573 @@
+// Decode attention (a step of one token) split over key slices, flash-decoding style.
+// Entry points:
+//   split_partial: one workgroup per (kv head, pack of up to four of its query heads, key
+//     slice). A thread holds one 16-byte chunk of a key row (8 f16 values with F16, else 4 f32)
+//     for every query of the pack at once: the pack's queries are the four columns of its
+//     matrices and the four components of its vectors, so each key and value row is read once
+//     for them all (grouped-query attention) without per-query arrays, which the GPU compilers
+//     put in slow local memory. A team of LANES threads (the row's chunks, rounded up to a power
+//     of two; the lanes past the row hold zeros) covers a row, and the workgroup's STREAMS teams
+//     walk the slice's keys two at a time each, both rows' loads in flight together, each with
+//     its own online softmax; at the end the streams are merged and the workgroup leaves, per
+//     query head, its slice's (max, sum) and values weighted by exp(score - max), unnormalized.
+//     Slices of at least MIN_SLICE_KEYS keys: a short context fills only the first few, and the
+//     empty rest leave at once (the merge skips them).
+//     With ROPE_STORE it also does fused_qk_rope_store.wgsl's work for the step: each
+//     workgroup norms (QK_NORM) and rotates its raw queries itself, and the workgroups whose
+//     slice holds the step's position rotate the key and store it and the value in the cache
+//     before reading them.
+//   head_partial (PER_HEAD): as split_partial with one workgroup per (query head, key slice),
+//     a tile of WG keys at a time; for the shapes where packs do not pay.
+//   split_combine (MERGE): one workgroup per query head rescales either kernel's slices to the
+//     overall max and normalizes.
+// A team's sums go through subgroup shuffles (SUBGROUPS: a team lies within a subgroup) or a
+// tree in shared memory.
+#include "step.wgsl"
+
+const COLUMNS = HEAD_DIM / 4u;
+const NO_SCORE = -3.0e38;
+
+#ifdef MERGE
+// [n_heads, N_SPLITS, COLUMNS] weighted value sums and [n_heads, N_SPLITS] (max, sum).
+@group(0) @binding(0) var<storage, read> split_acc: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> split_stats: array<vec2<f32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
+
+// Whole groups of COLUMNS threads; where COLUMNS does not divide WG (heads of 96 values: 24
+// columns, 10 groups of 256 threads) the threads past the last group only join the reductions.
+const GROUPS = WG / COLUMNS;
+
+var<workgroup> weights: array<f32, N_SPLITS>;
+var<workgroup> group_sums: array<vec4<f32>, WG>;
+
+// Thread (group g, column c) sums slices g, g + GROUPS, … of column c, so no thread walks all
+// slices.
+@compute @workgroup_size(WG)
+fn split_combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let head = wid.x;
+    let stats_base = head * N_SPLITS;
+    var stats = vec2<f32>(NO_SCORE, 0.0);
+    if (lid < N_SPLITS) {
+        stats = split_stats[stats_base + lid];
+        weights[lid] = stats.x;
+    }
+    workgroupBarrier();
+    var overall_max = NO_SCORE;
+    for (var s = 0u; s < N_SPLITS; s++) {
+        overall_max = max(overall_max, weights[s]);
+    }
+    workgroupBarrier();
+    if (lid < N_SPLITS) {
+        // An empty slice has sum 0: weight 0.
+        weights[lid] = select(0.0, exp(stats.x - overall_max), stats.y > 0.0);
+        group_sums[lid] = vec4<f32>(stats.y * weights[lid]);
+    }
+    workgroupBarrier();
+    var total = 0.0;
+    for (var s = 0u; s < N_SPLITS; s++) {
+        total += group_sums[s].x;
+    }
+    workgroupBarrier();
+    let column = lid % COLUMNS;
+    let group = lid / COLUMNS;
+    var value = vec4<f32>(0.0);
+    for (var s = group; s < N_SPLITS && group < GROUPS; s += GROUPS) {
+        // An empty slice leaves its values unwritten.
+        if (weights[s] > 0.0) {
+            value += split_acc[(stats_base + s) * COLUMNS + column] * weights[s];
+        }
+    }
+    group_sums[lid] = value;
+    workgroupBarrier();
+    if (group == 0u) {
+        for (var g = 1u; g < GROUPS; g++) {
+            value += group_sums[g * COLUMNS + column];
+        }
+        out[head * COLUMNS + column] = value / total;
+    }
+}
+#else
+#include "attention_params.wgsl"
+
+#ifdef PER_HEAD
+#ifdef F16
+alias cache_t = vec4<f16>;
+#else
+alias cache_t = vec4<f32>;
+#endif
+#else
+// 16-byte chunks: 8 f16 values (F16) or 4 f32.
+alias cache_t = vec4<u32>;
+#endif
+// q: [n_heads, HEAD_DIM] (as vec4s where the packed kernel reads it itself); caches:
+// [cache_len, n_kv_heads, HEAD_DIM].
+#ifdef PER_HEAD
+@group(0) @binding(0) var<storage, read> q: array<f32>;
+#else
+#ifdef ROPE_STORE
+@group(0) @binding(0) var<storage, read> q: array<f32>;
+#else
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
+#endif
+#endif
+#ifdef ROPE_STORE
+@group(0) @binding(1) var<storage, read_write> k_cache: array<cache_t>;
+@group(0) @binding(2) var<storage, read_write> v_cache: array<cache_t>;
+#else
+@group(0) @binding(1) var<storage, read> k_cache: array<cache_t>;
+@group(0) @binding(2) var<storage, read> v_cache: array<cache_t>;
+#endif
+@group(0) @binding(3) var<storage, read_write> split_acc: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> split_stats: array<vec2<f32>>;
+@group(0) @binding(5) var<storage, read> step: Step;
+@group(0) @binding(6) var<uniform> params: Params;
+#ifdef ROPE_STORE
+// The step's raw key and value rows: [n_kv_heads, HEAD_DIM].
+@group(0) @binding(7) var<storage, read> k: array<f32>;
+@group(0) @binding(8) var<storage, read> v: array<f32>;
+// [max_positions, rot_dim / 2] of (cos θ, sin θ).
+@group(0) @binding(9) var<storage, read> table: array<vec2<f32>>;
+#ifdef QK_NORM
+@group(0) @binding(10) var<storage, read> q_norm: array<f32>;
+@group(0) @binding(11) var<storage, read> k_norm: array<f32>;
+#endif
+#endif
+
+// Query heads per workgroup of the packed kernel: the components of a vec4.
+const PACK = 4u;
+
+#ifdef ROPE_STORE
+#ifdef PER_HEAD
+// The head's query row, and the key.
+const QK_ROWS = 2u;
+#else
+// One staged row per query of a pack, and the key.
+const QK_ROWS = PACK + 1u;
+#endif
+#include "qk_rope.wgsl"
+
+// Four rotated values of staged row `row` from element 4·column.
+fn rotated4(row: u32, column: u32, cs_base: u32) -> vec4<f32> {
+    let d = 4u * column;
+    return vec4<f32>(rotated(row, d, cs_base), rotated(row, d + 1u, cs_base), rotated(row, d + 2u, cs_base), rotated(row, d + 3u, cs_base));
+}
+
+// Column `column` of the step's raw value row of `kv_head`.
+fn value4(kv_head: u32, column: u32) -> vec4<f32> {
+    let d = kv_head * HEAD_DIM + 4u * column;
+    return vec4<f32>(v[d], v[d + 1u], v[d + 2u], v[d + 3u]);
+}
+#endif
+#ifdef PER_HEAD
+#include "workgroup_reduce.wgsl"
+#endif
+
+#ifdef PER_HEAD
+// One workgroup per (query head, key slice), for the shapes where packs do not pay (see
+// decode_attention.rs).
+var<workgroup> q_shared: array<vec4<f32>, COLUMNS>;
+var<workgroup> probs: array<f32, WG>;
+
+fn load_query(lid: u32, q_base: u32) {
+    for (var d = lid; d < COLUMNS; d += WG) {
+        let i = q_base + 4u * d;
+        q_shared[d] = vec4<f32>(q[i], q[i + 1u], q[i + 2u], q[i + 3u]) * params.scale;
+    }
+    workgroupBarrier();
+}
+
+const GROUPS = WG / COLUMNS;
+
+var<workgroup> group_sums: array<vec4<f32>, WG>;
+
+#ifdef ROPE_STORE
+// As load_query, for the raw query of `head` at position `pos`, normed and rotated first;
+// with stores_key (uniform over the workgroup) also rotates the step's key of `kv_head` into
+// the cache at `pos`, with its value, visible to the workgroup afterwards. Both raw rows are
+// read in one round of loads. Every thread calls it.
+fn load_rotated_query(lid: u32, head: u32, kv_head: u32, pos: u32, stores_key: bool) {
+    stage_rows(lid, head * HEAD_DIM, kv_head * HEAD_DIM, 1u, stores_key);
+    let cs_base = rope_base(pos);
+    let slot = ((pos % params.cache_len) * params.n_kv_heads + kv_head) * COLUMNS;
+    for (var column = lid; column < COLUMNS; column += WG) {
+        q_shared[column] = rotated4(0u, column, cs_base) * params.scale;
+        if (stores_key) {
+            k_cache[slot + column] = cache_t(rotated4(KEY_ROW, column, cs_base));
+            v_cache[slot + column] = cache_t(value4(kv_head, column));
+        }
+    }
+    storageBarrier();
+    workgroupBarrier();
+}
+#endif
+
+// The score of key tile + lid for lid < keys_in_tile (NO_SCORE for the others). A decode
+// slice often holds only a few keys: one thread walking a key's whole row would chain
+// HEAD_DIM / 4 loads, so each key gets the most threads the tile leaves it (a power of two
+// up to a thread per vector), which read neighbouring vectors and sum them in `probs`.
+fn tile_score(lid: u32, tile: u32, keys_in_tile: u32, kv_stride: u32, kv_base: u32) -> f32 {
+    var per_key = 1u;
+    while (per_key < COLUMNS && keys_in_tile * per_key * 2u <= WG) {
+        per_key *= 2u;
+    }
+    let key = lid / per_key;
+    let part = lid % per_key;
+    var partial = 0.0;
+    if (key < keys_in_tile) {
+        let k_base = ((tile + key) % params.cache_len) * kv_stride + kv_base;
+        var dot4 = vec4<f32>(0.0);
+        for (var d = part; d < COLUMNS; d += per_key) {
+            dot4 += q_shared[d] * vec4<f32>(k_cache[k_base + d]);
+        }
+        partial = dot4.x + dot4.y + dot4.z + dot4.w;
+    }
+    probs[lid] = partial;
+    workgroupBarrier();
+    for (var stride = per_key / 2u; stride > 0u; stride >>= 1u) {
+        if (part < stride) {
+            probs[lid] += probs[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    var score = NO_SCORE;
+    if (lid < keys_in_tile) {
+        score = probs[lid * per_key];
+    }
+    // `probs` is written again once every thread has its score.
+    workgroupBarrier();
+    return score;
+}
+
+// Workgroup (head, slice) for the step's single token; an empty slice leaves sum 0. Scores
+// come from tile_score; for the values, thread (group g, column c) sums keys g, g + GROUPS,
+// … of vec4 column c, which keeps each thread's chain of dependent loads short.
+@compute @workgroup_size(WG)
+fn head_partial(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let head = wid.x / N_SPLITS;
+    let slice = wid.x % N_SPLITS;
+    let q_pos = step.pos;
+    let first = first_key(q_pos);
+    // Slices of at least MIN_SLICE_KEYS keys: a short context fills only the first few, and
+    // the empty rest leave at once (the merge skips them).
+    let keys_per_slice = max((q_pos + 1u - first + N_SPLITS - 1u) / N_SPLITS, MIN_SLICE_KEYS);
+    let slice_first = min(first + slice * keys_per_slice, q_pos + 1u);
+    let slice_end = min(slice_first + keys_per_slice, q_pos + 1u);
+    let item = head * N_SPLITS + slice;
+    if (slice_first == slice_end) {
+        if (lid == 0u) {
+            split_stats[item] = vec2<f32>(NO_SCORE, 0.0);
+        }
+        return;
+    }
+    let kv_head = head / (params.n_heads / params.n_kv_heads);
+#ifdef ROPE_STORE
+    load_rotated_query(lid, head, kv_head, q_pos, slice_end == q_pos + 1u);
+#else
+    load_query(lid, head * HEAD_DIM);
+#endif
+    let kv_stride = params.n_kv_heads * COLUMNS;
+    let kv_base = kv_head * COLUMNS;
+    let column = lid % COLUMNS;
+    let group = lid / COLUMNS;
+
+    var running_max = NO_SCORE;
+    var running_sum = 0.0;
+    var acc = vec4<f32>(0.0);
+    for (var tile = slice_first; tile < slice_end; tile += WG) {
+        let key_pos = tile + lid;
+        let keys_in_tile = min(WG, slice_end - tile);
+        let score = tile_score(lid, tile, keys_in_tile, kv_stride, kv_base);
+        let new_max = max(running_max, workgroup_max(lid, score));
+        var p = 0.0;
+        if (key_pos < slice_end) {
+            p = exp(score - new_max);
+        }
+        probs[lid] = p;
+        let tile_sum = workgroup_sum(lid, p);
+        let correction = exp(running_max - new_max);
+        running_sum = running_sum * correction + tile_sum;
+        running_max = new_max;
+        acc *= correction;
+        // Threads past the last whole group (see GROUPS) add nothing.
+        for (var j = group; j < keys_in_tile && group < GROUPS; j += GROUPS) {
+            acc += probs[j] * vec4<f32>(v_cache[((tile + j) % params.cache_len) * kv_stride + kv_base + column]);
+        }
+        workgroupBarrier();
+    }
+    group_sums[lid] = acc;
+    workgroupBarrier();
+    if (group == 0u) {
+        for (var g = 1u; g < GROUPS; g++) {
+            acc += group_sums[g * COLUMNS + column];
+        }
+        split_acc[item * COLUMNS + column] = acc;
+    }
+    if (lid == 0u) {
+        split_stats[item] = vec2<f32>(running_max, running_sum);
+    }
+}
+#else
+#ifdef F16
+const VEC4S_PER_CHUNK = 2u;
+#else
+const VEC4S_PER_CHUNK = 1u;
+#endif
+const ROW_CHUNKS = COLUMNS / VEC4S_PER_CHUNK;
+const STREAMS = WG / LANES;
+
+// Each stream's (max, sum) per query, and its threads' weighted values (the chunks' first
+// halves, then with F16 their second).
+var<workgroup> stream_stats: array<vec4<f32>, 2u * STREAMS>;
+var<workgroup> stream_acc: array<mat4x4<f32>, VEC4S_PER_CHUNK * WG>;
+#ifndef SUBGROUPS
+var<workgroup> team_slots: array<vec4<f32>, 2u * WG>;
+#endif
+
+// The first four values of a chunk, and with F16 the other four, as f32.
+fn first_half(chunk: vec4<u32>) -> vec4<f32> {
+#ifdef F16
+    return vec4<f32>(unpack2x16float(chunk.x), unpack2x16float(chunk.y));
+#else
+    return bitcast<vec4<f32>>(chunk);
+#endif
+}
+
+#ifdef F16
+fn second_half(chunk: vec4<u32>) -> vec4<f32> {
+    return vec4<f32>(unpack2x16float(chunk.z), unpack2x16float(chunk.w));
+}
+#endif
+
+// The scores of a round's two keys for each query of the pack.
+struct RoundScores {
+    first: vec4<f32>,
+    second: vec4<f32>,
+}
+
+// Each lane's parts of the scores summed over its team; every lane gets the sums. Every thread
+// calls it.
+fn team_sums(parts: RoundScores, lid: u32, lane: u32) -> RoundScores {
+    var sums = parts;
+#ifdef SUBGROUPS
+    for (var mask = LANES / 2u; mask > 0u; mask >>= 1u) {
+        sums.first += subgroupShuffleXor(sums.first, mask);
+        sums.second += subgroupShuffleXor(sums.second, mask);
+    }
+#else
+    team_slots[lid] = sums.first;
+    team_slots[WG + lid] = sums.second;
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride >>= 1u) {
+        if (lane < stride) {
+            team_slots[lid] += team_slots[lid + stride];
+            team_slots[WG + lid] += team_slots[WG + lid + stride];
+        }
+        workgroupBarrier();
+    }
+    sums = RoundScores(team_slots[lid - lane], team_slots[WG + lid - lane]);
+    workgroupBarrier();
+#endif
+    return sums;
+}
+
+// Column j of `acc` (query j's values) rescaled by correction[j], plus the round's two value
+// vectors weighted by that query's weights.
+fn accumulate(acc: mat4x4<f32>, correction: vec4<f32>, first: vec4<f32>, w_first: vec4<f32>, second: vec4<f32>, w_second: vec4<f32>) -> mat4x4<f32> {
+    return mat4x4<f32>(
+        acc[0] * correction.x + first * w_first.x + second * w_second.x,
+        acc[1] * correction.y + first * w_first.y + second * w_second.y,
+        acc[2] * correction.z + first * w_first.z + second * w_second.z,
+        acc[3] * correction.w + first * w_first.w + second * w_second.w,
+    );
+}
+
+// Column j of `m` times weight[j].
+fn scale_columns(m: mat4x4<f32>, weight: vec4<f32>) -> mat4x4<f32> {
+    return mat4x4<f32>(m[0] * weight.x, m[1] * weight.y, m[2] * weight.z, m[3] * weight.w);
+}
+
+#ifdef ROPE_STORE
+fn query4(row: u32, column: u32, cs_base: u32) -> vec4<f32> {
+    return rotated4(row, column, cs_base);
+}
+
+#ifdef F16
+// Two values rounded to f16 as every other cache store rounds them (pack2x16float's own
+// rounding is the driver's choice), then packed: exact.
+fn pack_halves(values: vec2<f32>) -> u32 {
+    return pack2x16float(vec2<f32>(vec2<f16>(values)));
+}
+#endif
+
+// A cache chunk of values `first` and, with F16, `second`.
+fn chunk_of(first: vec4<f32>, second: vec4<f32>) -> vec4<u32> {
+#ifdef F16
+    return vec4<u32>(pack_halves(first.xy), pack_halves(first.zw), pack_halves(second.xy), pack_halves(second.zw));
+#else
+    return bitcast<vec4<u32>>(first);
+#endif
+}
+
+#else
+// Four values of query row `row` of the pack (q row head0 + row) from element 4·column.
+fn query4(row: u32, column: u32, head0: u32) -> vec4<f32> {
+    return q[(head0 + row) * COLUMNS + column];
+}
+#endif
+
+// Query `row` of the pack at `column`, scaled, or zeros past `queries` (whose reads stay
+// within the pack, so that all of them can be in flight together).
+fn packed_query(row: u32, column: u32, queries: u32, at: u32) -> vec4<f32> {
+    return query4(min(row, queries - 1u), column, at) * select(0.0, params.scale, row < queries);
+}
+
+// Column j: query j's four values from row column `column` (zero past `queries`, or where
+// `queries` is 0), scaled. `at` is the position's first table entry (ROPE_STORE) or the pack's
+// first head.
+fn pack_queries(column: u32, queries: u32, at: u32) -> mat4x4<f32> {
+    let live = max(queries, 1u);
+    let m = mat4x4<f32>(packed_query(0u, column, live, at), packed_query(1u, column, live, at), packed_query(2u, column, live, at), packed_query(3u, column, live, at));
+    return m * select(0.0, 1.0, queries > 0u);
+}
+
+@compute @workgroup_size(WG)
+fn split_partial(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let item = wid.x + wid.y * nwg.x;
+    let group = params.n_heads / params.n_kv_heads;
+    let packs = (group + PACK - 1u) / PACK;
+    if (item >= params.n_kv_heads * packs * N_SPLITS) {
+        return;
+    }
+    let slice = item % N_SPLITS;
+    let kv_head = item / N_SPLITS / packs;
+    let pack = item / N_SPLITS % packs;
+    let head0 = kv_head * group + pack * PACK;
+    let queries = min(PACK, group - pack * PACK);
+    let q_pos = step.pos;
+    let first = first_key(q_pos);
+    let keys_per_slice = max((q_pos + 1u - first + N_SPLITS - 1u) / N_SPLITS, MIN_SLICE_KEYS);
+    let slice_first = min(first + slice * keys_per_slice, q_pos + 1u);
+    let slice_end = min(slice_first + keys_per_slice, q_pos + 1u);
+    if (slice_first == slice_end) {
+        if (lid < queries) {
+            split_stats[(head0 + lid) * N_SPLITS + slice] = vec2<f32>(NO_SCORE, 0.0);
+        }
+        return;
+    }
+    let lane = lid % LANES;
+    let stream = lid / LANES;
+    // Lanes past the row re-read its last chunk with zero queries.
+    let chunk = min(lane, ROW_CHUNKS - 1u);
+    let column = chunk * VEC4S_PER_CHUNK;
+    let in_row = lane < ROW_CHUNKS;
+#ifdef ROPE_STORE
+    let stores_key = slice_end == q_pos + 1u;
+    stage_rows(lid, head0 * HEAD_DIM, kv_head * HEAD_DIM, queries, stores_key);
+    let cs_base = rope_base(q_pos);
+    if (stores_key) {
+        let slot = ((q_pos % params.cache_len) * params.n_kv_heads + kv_head) * ROW_CHUNKS;
+        for (var c = lid; c < ROW_CHUNKS; c += WG) {
+            let last = c * VEC4S_PER_CHUNK + VEC4S_PER_CHUNK - 1u;
+            k_cache[slot + c] = chunk_of(rotated4(KEY_ROW, c * VEC4S_PER_CHUNK, cs_base), rotated4(KEY_ROW, last, cs_base));
+            v_cache[slot + c] = chunk_of(value4(kv_head, c * VEC4S_PER_CHUNK), value4(kv_head, last));
+        }
+        storageBarrier();
+    }
+    let at = cs_base;
+#else
+    let at = head0;
+#endif
+    let live = select(0u, queries, in_row);
+    let q_first = pack_queries(column, live, at);
+#ifdef F16
+    let q_second = pack_queries(column + 1u, live, at);
+#endif
+#ifdef ROPE_STORE
+    // The stored key and value are read below by other threads.
+    workgroupBarrier();
+#endif
+
+    var running_max = vec4<f32>(NO_SCORE);
+    var running_sum = vec4<f32>(0.0);
+    var acc_first = mat4x4<f32>();
+#ifdef F16
+    var acc_second = mat4x4<f32>();
+#endif
+    let kv_stride = params.n_kv_heads * ROW_CHUNKS;
+    let kv_base = kv_head * ROW_CHUNKS + chunk;
+    // Every stream takes the same number of rounds (team_sums may need the whole workgroup); a
+    // key past the slice re-reads its last key and weighs nothing.
+    for (var round_first = slice_first; round_first < slice_end; round_first += 2u * STREAMS) {
+        let key = round_first + stream;
+        let seen = vec2<bool>(key < slice_end, key + STREAMS < slice_end);
+        let row_a = (min(key, slice_end - 1u) % params.cache_len) * kv_stride + kv_base;
+        let row_b = (min(key + STREAMS, slice_end - 1u) % params.cache_len) * kv_stride + kv_base;
+        let k_a = k_cache[row_a];
+        let k_b = k_cache[row_b];
+        let v_a = v_cache[row_a];
+        let v_b = v_cache[row_b];
+        var parts = RoundScores(first_half(k_a) * q_first, first_half(k_b) * q_first);
+#ifdef F16
+        parts.first += second_half(k_a) * q_second;
+        parts.second += second_half(k_b) * q_second;
+#endif
+        let scores = team_sums(parts, lid, lane);
+        let score_a = select(vec4<f32>(NO_SCORE), scores.first, seen.x);
+        let score_b = select(vec4<f32>(NO_SCORE), scores.second, seen.y);
+        let round_max = max(running_max, max(score_a, score_b));
+        let correction = exp(running_max - round_max);
+        let w_a = select(vec4<f32>(0.0), exp(score_a - round_max), seen.x);
+        let w_b = select(vec4<f32>(0.0), exp(score_b - round_max), seen.y);
+        running_sum = running_sum * correction + w_a + w_b;
+        running_max = round_max;
+        acc_first = accumulate(acc_first, correction, first_half(v_a), w_a, first_half(v_b), w_b);
+#ifdef F16
+        acc_second = accumulate(acc_second, correction, second_half(v_a), w_a, second_half(v_b), w_b);
+#endif
+    }
+
+    // The streams merged, each thread taking whole outputs: vec4 `half` of query j's values at
+    // chunk c, summed over the streams. A stream that saw no key has max NO_SCORE and weighs
+    // nothing; some stream saw one, since the slice is not empty.
+    if (lane == 0u) {
+        stream_stats[stream] = running_max;
+        stream_stats[STREAMS + stream] = running_sum;
+    }
+    stream_acc[lid] = acc_first;
+#ifdef F16
+    stream_acc[WG + lid] = acc_second;
+#endif
+    workgroupBarrier();
+    for (var o = lid; o < VEC4S_PER_CHUNK * PACK * ROW_CHUNKS; o += WG) {
+        let c = o % ROW_CHUNKS;
+        let j = o / ROW_CHUNKS % PACK;
+        let half = o / (ROW_CHUNKS * PACK);
+        if (j < queries) {
+            var overall_max = NO_SCORE;
+            for (var s = 0u; s < STREAMS; s++) {
+                overall_max = max(overall_max, stream_stats[s][j]);
+            }
+            var value = vec4<f32>(0.0);
+            var total = 0.0;
+            for (var s = 0u; s < STREAMS; s++) {
+                let weight = exp(stream_stats[s][j] - overall_max);
+                value += stream_acc[half * WG + s * LANES + c][j] * weight;
+                total += stream_stats[STREAMS + s][j] * weight;
+            }
+            let item = (head0 + j) * N_SPLITS + slice;
+            split_acc[item * COLUMNS + c * VEC4S_PER_CHUNK + half] = value;
+            if (c == 0u && half == 0u) {
+                split_stats[item] = vec2<f32>(overall_max, total);
+            }
+        }
+    }
+}
+#endif
+#endif
