@@ -10,8 +10,6 @@
 //     walk the slice's keys two at a time each, both rows' loads in flight together, each with
 //     its own online softmax; at the end the streams are merged and the workgroup leaves, per
 //     query head, its slice's (max, sum) and values weighted by exp(score - max), unnormalized.
-//     Slices of at least MIN_SLICE_KEYS keys: a short context fills only the first few, and the
-//     empty rest leave at once (the merge skips them).
 //     With ROPE_STORE it also does fused_qk_rope_store.wgsl's work for the step: each
 //     workgroup norms (QK_NORM) and rotates its raw queries itself, and the workgroups whose
 //     slice holds the step's position rotate the key and store it and the value in the cache
@@ -158,13 +156,23 @@ fn value4(kv_head: u32, column: u32) -> vec4<f32> {
     return vec4<f32>(v[d], v[d + 1u], v[d + 2u], v[d + 3u]);
 }
 #endif
-#ifdef PER_HEAD
-#include "workgroup_reduce.wgsl"
-#endif
+
+// Keys first..end of `slice` for the step's query: slices of at least MIN_SLICE_KEYS keys, so a
+// short context fills only the first few and the empty rest (first == end) leave at once (the
+// merge skips them).
+fn slice_keys(slice: u32) -> vec2<u32> {
+    let q_pos = step.pos;
+    let first = first_key(q_pos);
+    let keys_per_slice = max((q_pos + 1u - first + N_SPLITS - 1u) / N_SPLITS, MIN_SLICE_KEYS);
+    let slice_first = min(first + slice * keys_per_slice, q_pos + 1u);
+    return vec2<u32>(slice_first, min(slice_first + keys_per_slice, q_pos + 1u));
+}
 
 #ifdef PER_HEAD
 // One workgroup per (query head, key slice), for the shapes where packs do not pay (see
 // decode_attention.rs).
+#include "workgroup_reduce.wgsl"
+
 var<workgroup> q_shared: array<vec4<f32>, COLUMNS>;
 var<workgroup> probs: array<f32, WG>;
 
@@ -249,12 +257,9 @@ fn head_partial(
     let head = wid.x / N_SPLITS;
     let slice = wid.x % N_SPLITS;
     let q_pos = step.pos;
-    let first = first_key(q_pos);
-    // Slices of at least MIN_SLICE_KEYS keys: a short context fills only the first few, and
-    // the empty rest leave at once (the merge skips them).
-    let keys_per_slice = max((q_pos + 1u - first + N_SPLITS - 1u) / N_SPLITS, MIN_SLICE_KEYS);
-    let slice_first = min(first + slice * keys_per_slice, q_pos + 1u);
-    let slice_end = min(slice_first + keys_per_slice, q_pos + 1u);
+    let keys = slice_keys(slice);
+    let slice_first = keys.x;
+    let slice_end = keys.y;
     let item = head * N_SPLITS + slice;
     if (slice_first == slice_end) {
         if (lid == 0u) {
@@ -451,10 +456,9 @@ fn split_partial(
     let head0 = kv_head * group + pack * PACK;
     let queries = min(PACK, group - pack * PACK);
     let q_pos = step.pos;
-    let first = first_key(q_pos);
-    let keys_per_slice = max((q_pos + 1u - first + N_SPLITS - 1u) / N_SPLITS, MIN_SLICE_KEYS);
-    let slice_first = min(first + slice * keys_per_slice, q_pos + 1u);
-    let slice_end = min(slice_first + keys_per_slice, q_pos + 1u);
+    let keys = slice_keys(slice);
+    let slice_first = keys.x;
+    let slice_end = keys.y;
     if (slice_first == slice_end) {
         if (lid < queries) {
             split_stats[(head0 + lid) * N_SPLITS + slice] = vec2<f32>(NO_SCORE, 0.0);

@@ -3,8 +3,8 @@
 // (attention_decode.wgsl, ROPE_STORE). The including shader provides QK_ROWS (the query rows
 // it stages at most, plus one for the key), q and k (rows of HEAD_DIM), table, q_norm and
 // k_norm (QK_NORM), params.rot_dim, params.max_positions and params.eps, and NEOX for the
-// pair style; WG must be a power of two. The math and its order match the separate rmsnorm and rope
-// kernels.
+// pair style; WG must be a power of two. The math and its order match the separate rmsnorm
+// and rope kernels.
 
 // The staged rows: query rows 0..KEY_ROW, the key row KEY_ROW (QK_ROWS from the includer),
 // and each staged row's norm scale (1 without QK_NORM).
@@ -29,13 +29,15 @@ fn stage_rows(lid: u32, q_base: u32, k_base: u32, queries: u32, with_key: bool) 
     }
     workgroupBarrier();
 #ifdef QK_NORM
-    // Every row's sum of squares in one tree over the workgroup (a row not staged sums
-    // whatever is there, unused).
+    // Every row's sum of squares in one tree over the workgroup (a row not staged sums to 0,
+    // unused).
     for (var row = 0u; row < QK_ROWS; row++) {
         var sum = 0.0;
-        for (var d = lid; d < HEAD_DIM; d += WG) {
-            let x = rows[row * HEAD_DIM + d];
-            sum += x * x;
+        if (row < queries || (row == KEY_ROW && with_key)) {
+            for (var d = lid; d < HEAD_DIM; d += WG) {
+                let x = rows[row * HEAD_DIM + d];
+                sum += x * x;
+            }
         }
         norm_slots[row * WG + lid] = sum;
     }

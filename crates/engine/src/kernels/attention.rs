@@ -331,31 +331,13 @@ mod flash_tests {
     //! naga parses, validates and translates it to SPIR-V for each head dimension, and the shared
     //! memory it declares is what `FlashTile::shared_bytes` budgets.
     use super::FlashTile;
-    use crate::gpu::shader::expand;
+    use crate::kernels::spirv_translation::{translate, workgroup_bytes};
 
     #[test]
     fn flash_attention_translates_to_spirv_for_each_head_dimension() {
         for head_dim in [64, 96, 128, 256] {
             let tile = FlashTile::new(head_dim, 48 << 10).unwrap();
-            let source = expand("attention_flash.wgsl", &tile.defines()).unwrap();
-            let module = naga::front::wgsl::parse_str(&source)
-                .unwrap_or_else(|e| panic!("{head_dim}: {}", e.emit_to_string(&source)));
-            let info = naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::all(),
-            )
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{head_dim}: {}", e.emit_to_string(&source)));
-            let options = naga::back::spv::Options { lang_version: (1, 6), ..Default::default() };
-            let spirv = naga::back::spv::write_vec(&module, &info, &options, None)
-                .unwrap_or_else(|e| panic!("{head_dim}: {e}"));
-            assert!(!spirv.is_empty());
-            let declared: u32 = module
-                .global_variables
-                .iter()
-                .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
-                .map(|(_, v)| module.types[v.ty].inner.size(module.to_ctx()))
-                .sum();
+            let declared = workgroup_bytes(&translate("attention_flash.wgsl", &tile.defines()), &[]);
             assert_eq!(declared, tile.shared_bytes(), "{tile:?}");
             assert!(declared <= 48 << 10, "{tile:?} declares {declared} bytes");
         }

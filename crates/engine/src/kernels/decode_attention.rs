@@ -22,8 +22,8 @@ const QUERIES_PER_PACK: u32 = 4;
 
 /// How a decode attention layer cuts its keys into slices.
 struct Slicing {
-    /// Slices workgroups aimed for at long contexts, over all kv heads and packs (packed only).
-    target_workgroups: u32,
+    /// Slices workgroups aimed for at long contexts, over all kv heads and packs.
+    target_workgroups: Option<u32>,
     /// Most key slices per head: the merge reads every slice's values.
     most: u32,
     /// Fewest keys a slice is sized for, at load for the longest context and in the kernel
@@ -33,11 +33,11 @@ struct Slicing {
 
 /// Packed: on an H200 (tg128 of Llama 8B and 1B at depth 4096) 256 workgroups and at most 64
 /// slices beat 512 and 128 by 2–19%.
-const PACKED_SLICING: Slicing = Slicing { target_workgroups: 256, most: 64, min_keys: 16 };
+const PACKED_SLICING: Slicing = Slicing { target_workgroups: Some(256), most: 64, min_keys: 16 };
 /// Per head: 32 slices, about one workgroup per SM of a large GPU with the 4 heads of the small
 /// Gemma models; slices of at least 8 keys (measured on an H100, 1B tg128: 8 keys 518.7
 /// tok/s, 16 keys 509, 32 keys 493).
-const PER_HEAD_SLICING: Slicing = Slicing { target_workgroups: 0, most: 32, min_keys: 8 };
+const PER_HEAD_SLICING: Slicing = Slicing { target_workgroups: None, most: 32, min_keys: 8 };
 
 /// The shape of a layer's attention heads.
 #[derive(Debug, Clone, Copy)]
@@ -57,10 +57,11 @@ impl HeadShape {
         self.group().div_ceil(QUERIES_PER_PACK)
     }
 
-    /// Whether the packed kernel pays: on an H200 it decoded Llama 3.1 8B at depth 4096 15%
-    /// faster, Llama 3.2 1B 7% and Qwen2.5 7B 9% (1–4% slower at depth 0), but Gemma 3 270M
-    /// and 4B (heads of 256 with q/k norms) 2–17% slower and Phi-3.5 (one query head per kv
-    /// head) 1–4% slower (`bench/results/2026-11-27-decode-slices/`).
+    /// Whether the packed kernel pays: on an H200 it decoded at depth 4096 Llama 3.1 8B 19%
+    /// faster, Llama 3.2 1B 12%, Qwen2.5 7B 14%, Qwen3 4B 20% (at depth 0 within 1%, Qwen2.5
+    /// 1.5B and Qwen3 4B 3–5% slower), but Gemma 3 270M and 4B (heads of 256 with q/k norms)
+    /// 2–17% slower and Phi-3.5 (one query head per kv head) 1–4% slower
+    /// (`bench/results/2026-11-27-decode-slices/`).
     fn packs_pay(self) -> bool {
         self.group() >= QUERIES_PER_PACK && self.head_dim <= 128
     }
@@ -77,8 +78,8 @@ impl HeadShape {
     fn key_slices(self, max_keys: u32) -> u32 {
         let slicing = self.slicing();
         let most = match slicing.target_workgroups {
-            0 => slicing.most,
-            target => (target / (self.n_kv_heads * self.packs()).max(1)).clamp(1, slicing.most),
+            None => slicing.most,
+            Some(target) => (target / (self.n_kv_heads * self.packs()).max(1)).clamp(1, slicing.most),
         };
         max_keys.div_ceil(slicing.min_keys).clamp(1, most)
     }
@@ -159,10 +160,10 @@ impl PackedLayout {
     }
 }
 
-/// The slices kernel a layer takes, with its workgroups.
-enum SlicesKernel {
-    Packed(PackedLayout),
-    PerHead,
+/// The slices kernel a layer takes: packed where `packed` is a layout, else per head.
+struct SlicesKernel {
+    shape: HeadShape,
+    packed: Option<PackedLayout>,
 }
 
 impl SlicesKernel {
@@ -171,30 +172,44 @@ impl SlicesKernel {
         let packed = PackedLayout::new(ctx, cache).filter(|_| shape.packs_pay());
         // The per-head kernel gives each thread one vec4 column of a head.
         let per_head = cache.head_dim / 4 <= WIDE_WORKGROUP_SIZE;
-        packed.map(SlicesKernel::Packed).or(per_head.then_some(SlicesKernel::PerHead))
+        (packed.is_some() || per_head).then_some(SlicesKernel { shape, packed })
     }
 
     /// Entry point, defines and workgroups.
-    fn dispatch(&self, cache: &KvCache, shape: HeadShape, slices: u32) -> (&'static str, Vec<Define>, u32) {
-        match self {
-            SlicesKernel::Packed(layout) => {
+    fn dispatch(&self, cache: &KvCache, slices: u32) -> (&'static str, Vec<Define>, u32) {
+        let shape = self.shape;
+        match self.packed {
+            Some(layout) => {
                 ("split_partial", layout.defines(slices), shape.n_kv_heads * shape.packs() * slices)
             }
-            SlicesKernel::PerHead => {
-                let mut defines = vec![
-                    Define::u32("WG", WIDE_WORKGROUP_SIZE),
-                    Define::u32("HEAD_DIM", cache.head_dim),
-                    Define::u32("N_SPLITS", slices),
-                    Define::u32("MIN_SLICE_KEYS", PER_HEAD_SLICING.min_keys),
-                    Define::flag("PER_HEAD"),
-                ];
-                if cache.f16 {
-                    defines.push(Define::flag("F16"));
-                }
-                ("head_partial", defines, shape.n_heads * slices)
+            None => {
+                ("head_partial", per_head_defines(cache.head_dim, cache.f16, slices), shape.n_heads * slices)
             }
         }
     }
+}
+
+fn per_head_defines(head_dim: u32, f16: bool, slices: u32) -> Vec<Define> {
+    let mut defines = vec![
+        Define::u32("WG", WIDE_WORKGROUP_SIZE),
+        Define::u32("HEAD_DIM", head_dim),
+        Define::u32("N_SPLITS", slices),
+        Define::u32("MIN_SLICE_KEYS", PER_HEAD_SLICING.min_keys),
+        Define::flag("PER_HEAD"),
+    ];
+    if f16 {
+        defines.push(Define::flag("F16"));
+    }
+    defines
+}
+
+fn merge_defines(head_dim: u32, slices: u32) -> [Define; 4] {
+    [
+        Define::u32("WG", WIDE_WORKGROUP_SIZE),
+        Define::u32("HEAD_DIM", head_dim),
+        Define::u32("N_SPLITS", slices),
+        Define::flag("MERGE"),
+    ]
 }
 
 /// Records decode attention (a step of exactly one token) as in `record_attention`, split
@@ -256,7 +271,7 @@ fn record_split_attention(
     qk: Option<(&str, &QkStep)>,
 ) -> Result<(), KernelError> {
     let AttentionLayer { cache, output, step, window, .. } = *layer;
-    let shape = head_shape(queries, layer)?;
+    let shape = kernel.shape;
     let max_keys = if window > 0 { window.min(cache.cache_len) } else { cache.cache_len };
     let slices = shape.key_slices(max_keys);
     let mut params = AttentionParams::new(layer, shape.n_heads);
@@ -269,7 +284,7 @@ fn record_split_attention(
     let split_acc = ctx.zeroed_storage(&format!("{label} slice values"), values_bytes);
     let split_stats = ctx.zeroed_storage(&format!("{label} slice stats"), stats_bytes);
     let max = ctx.caps.max_workgroups_per_dimension;
-    let (entry, mut partial_defines, workgroups) = kernel.dispatch(cache, shape, slices);
+    let (entry, mut partial_defines, workgroups) = kernel.dispatch(cache, slices);
     let mut partial_buffers =
         vec![queries.buffer(), &cache.k, &cache.v, &split_acc, &split_stats, step.buffer(), &params];
     let mut slices_label = format!("{label} slices");
@@ -291,18 +306,12 @@ fn record_split_attention(
         &partial_buffers,
         Workgroups::Fixed(grid(workgroups, max)),
     )?);
-    let merge_defines = [
-        Define::u32("WG", WIDE_WORKGROUP_SIZE),
-        Define::u32("HEAD_DIM", cache.head_dim),
-        Define::u32("N_SPLITS", slices),
-        Define::flag("MERGE"),
-    ];
     ops.push(make_dispatch(
         ctx,
         &format!("{label} merge"),
         "attention_decode.wgsl",
         "split_combine",
-        &merge_defines,
+        &merge_defines(cache.head_dim, slices),
         &[&split_acc, &split_stats, output.buffer()],
         Workgroups::Fixed(grid(shape.n_heads, max)),
     )?);
@@ -314,29 +323,16 @@ mod tests {
     //! naga parses, validates and translates every variant of the slices kernels and the merge
     //! to SPIR-V, and what the packed kernel declares in shared memory is what
     //! `PackedLayout::shared_bytes` budgets.
-    use super::{HeadShape, PackedLayout, PACKED_SLICING, PER_HEAD_SLICING, WIDE_WORKGROUP_SIZE};
-    use crate::gpu::{shader::expand, Define};
+    use super::{
+        merge_defines, per_head_defines, HeadShape, PackedLayout, PACKED_SLICING, PER_HEAD_SLICING,
+        WIDE_WORKGROUP_SIZE,
+    };
+    use crate::{
+        gpu::Define,
+        kernels::spirv_translation::{translate, workgroup_bytes},
+    };
 
-    fn declared_shared_bytes(source: &str, what: &str) -> u32 {
-        let module = naga::front::wgsl::parse_str(source)
-            .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
-        let info = naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::all(),
-        )
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
-        let options = naga::back::spv::Options { lang_version: (1, 6), ..Default::default() };
-        let spirv = naga::back::spv::write_vec(&module, &info, &options, None)
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert!(!spirv.is_empty());
-        module
-            .global_variables
-            .iter()
-            .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
-            .map(|(_, v)| module.types[v.ty].inner.size(module.to_ctx()))
-            .sum()
-    }
+    const SHADER: &str = "attention_decode.wgsl";
 
     fn with_rope_store(mut defines: Vec<Define>) -> Vec<Define> {
         defines.extend([Define::flag("ROPE_STORE"), Define::flag("QK_NORM")]);
@@ -350,12 +346,9 @@ mod tests {
                 for subgroups in [true, false] {
                     let lanes = (head_dim / if f16 { 8 } else { 4 }).next_power_of_two();
                     let layout = PackedLayout { head_dim, f16, lanes, subgroups };
-                    let what = format!("{layout:?}");
-                    let source =
-                        expand("attention_decode.wgsl", &with_rope_store(layout.defines(64))).unwrap();
-                    assert_eq!(declared_shared_bytes(&source, &what), layout.shared_bytes(), "{what}");
-                    let plain = expand("attention_decode.wgsl", &layout.defines(1)).unwrap();
-                    declared_shared_bytes(&plain, &format!("{what} without ROPE_STORE"));
+                    let module = translate(SHADER, &with_rope_store(layout.defines(64)));
+                    assert_eq!(workgroup_bytes(&module, &[]), layout.shared_bytes(), "{layout:?}");
+                    translate(SHADER, &layout.defines(1));
                 }
             }
         }
@@ -365,33 +358,11 @@ mod tests {
     fn per_head_kernel_and_merge_translate() {
         for head_dim in [64u32, 96, 256] {
             for f16 in [true, false] {
-                let mut defines = vec![
-                    Define::u32("WG", WIDE_WORKGROUP_SIZE),
-                    Define::u32("HEAD_DIM", head_dim),
-                    Define::u32("N_SPLITS", PER_HEAD_SLICING.most),
-                    Define::u32("MIN_SLICE_KEYS", PER_HEAD_SLICING.min_keys),
-                    Define::flag("PER_HEAD"),
-                ];
-                if f16 {
-                    defines.push(Define::flag("F16"));
-                }
-                let what = format!("per head {head_dim} f16 {f16}");
-                declared_shared_bytes(&expand("attention_decode.wgsl", &defines).unwrap(), &what);
-                declared_shared_bytes(
-                    &expand("attention_decode.wgsl", &with_rope_store(defines)).unwrap(),
-                    &what,
-                );
+                let defines = per_head_defines(head_dim, f16, PER_HEAD_SLICING.most);
+                translate(SHADER, &defines);
+                translate(SHADER, &with_rope_store(defines));
             }
-            let merge = [
-                Define::u32("WG", WIDE_WORKGROUP_SIZE),
-                Define::u32("HEAD_DIM", head_dim),
-                Define::u32("N_SPLITS", PACKED_SLICING.most.max(PER_HEAD_SLICING.most)),
-                Define::flag("MERGE"),
-            ];
-            declared_shared_bytes(
-                &expand("attention_decode.wgsl", &merge).unwrap(),
-                &format!("merge {head_dim}"),
-            );
+            translate(SHADER, &merge_defines(head_dim, PACKED_SLICING.most.max(PER_HEAD_SLICING.most)));
         }
     }
 

@@ -779,7 +779,10 @@ mod cooperative_matrix_tests {
     //! least parses, validates and translates it to SPIR-V for every weight type and tile, and
     //! the shared memory it declares is what `tile_shape` budgets.
     use super::*;
-    use crate::gpu::shader::expand;
+    use crate::{
+        gpu::shader::expand,
+        kernels::spirv_translation::{translate, workgroup_bytes},
+    };
 
     #[test]
     fn cooperative_matrix_variant_translates_to_spirv_for_every_type() {
@@ -787,29 +790,11 @@ mod cooperative_matrix_tests {
             .into_iter()
             .flat_map(|ty| [(ty, cooperative_tile(128, 128)), (ty, cooperative_tile(64, 64))])
         {
-            let source = expand("matmul_tiled.wgsl", &tiled_defines(type_define(ty), tile)).unwrap();
+            let defines = tiled_defines(type_define(ty), tile);
+            let source = expand("matmul_tiled.wgsl", &defines).unwrap();
             assert!(source.starts_with("enable f16;\nenable wgpu_cooperative_matrix;\n"));
-            let module = naga::front::wgsl::parse_str(&source)
-                .unwrap_or_else(|e| panic!("{}: {}", ty.name(), e.emit_to_string(&source)));
-            let info = naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::all(),
-            )
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{}: {}", ty.name(), e.emit_to_string(&source)));
-            let options = naga::back::spv::Options { lang_version: (1, 6), ..Default::default() };
-            let spirv = naga::back::spv::write_vec(&module, &info, &options, None)
-                .unwrap_or_else(|e| panic!("{}: {e}", ty.name()));
-            assert!(!spirv.is_empty());
-            let declared: u32 = module
-                .global_variables
-                .iter()
-                // The table types' 64-byte value table (quant_value_table.wgsl) is not the tile's.
-                .filter(|(_, v)| {
-                    v.space == naga::AddressSpace::WorkGroup && v.name.as_deref() != Some("value_table")
-                })
-                .map(|(_, v)| module.types[v.ty].inner.size(module.to_ctx()))
-                .sum();
+            // The table types' 64-byte value table (quant_value_table.wgsl) is not the tile's.
+            let declared = workgroup_bytes(&translate("matmul_tiled.wgsl", &defines), &["value_table"]);
             assert_eq!(declared, cooperative_shared_bytes(tile), "{tile:?}");
         }
     }

@@ -325,35 +325,18 @@ mod translation_tests {
     //! translates its kernels to SPIR-V, the dequantization for every weight type, and the
     //! product's shared memory is what `runs_on` budgets.
     use super::*;
-    use crate::{gpu::shader::expand, kernels::matmul::type_define, quant::SUPPORTED_TYPES};
-
-    fn translate(shader: &str, defines: &[Define]) -> naga::Module {
-        let source = expand(shader, defines).unwrap();
-        let module = naga::front::wgsl::parse_str(&source)
-            .unwrap_or_else(|e| panic!("{shader}: {}", e.emit_to_string(&source)));
-        let info = naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::all(),
-        )
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{shader}: {}", e.emit_to_string(&source)));
-        let options = naga::back::spv::Options { lang_version: (1, 6), ..Default::default() };
-        let spirv = naga::back::spv::write_vec(&module, &info, &options, None)
-            .unwrap_or_else(|e| panic!("{shader}: {e}"));
-        assert!(!spirv.is_empty());
-        module
-    }
+    use crate::{
+        kernels::{
+            matmul::type_define,
+            spirv_translation::{translate, workgroup_bytes},
+        },
+        quant::SUPPORTED_TYPES,
+    };
 
     #[test]
     fn kernels_translate_to_spirv() {
         let module = translate("matmul_half.wgsl", &product_defines());
-        let shared: u32 = module
-            .global_variables
-            .iter()
-            .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
-            .map(|(_, v)| module.types[v.ty].inner.size(module.to_ctx()))
-            .sum();
-        assert_eq!(shared, SHARED_BYTES);
+        assert_eq!(workgroup_bytes(&module, &[]), SHARED_BYTES);
         translate("convert_half.wgsl", &[Define::u32("WG", CONVERT_THREADS)]);
         for ty in SUPPORTED_TYPES {
             translate("dequantize_half.wgsl", &[type_define(ty), Define::u32("WG", CONVERT_THREADS)]);

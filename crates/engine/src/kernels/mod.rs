@@ -15,6 +15,8 @@ pub mod norm;
 pub mod rope;
 pub mod sampling;
 #[cfg(test)]
+mod spirv_translation;
+#[cfg(test)]
 mod wgsl_layout;
 
 /// Why a kernel could not be recorded.
