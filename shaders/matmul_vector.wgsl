@@ -21,6 +21,10 @@
 // Q8_INPUT: x comes in Q8 form (q8_block.wgsl) and the type's part_dot_q8 multiplies it with
 // dot4I8Packed: a quarter of the input's bytes per thread and no conversion of the quants to
 // floats, which lifts Llama 8B's products from ~1.1 to ~1.5 TB/s on an H100.
+// WIDE_Q8 (with Q8_INPUT, for the types with `wide_part_dot_q8`): parts of 32 or 64 values
+// whose weights and input are read in 16-byte vectors (binding 11 holds the weights again as
+// vectors), a few loads where the word-wide parts issue many: Llama 8B's products from ~1.5
+// to ~2.1-2.3 TB/s on an H200.
 
 struct Params {
     // Rows in this chunk.
@@ -40,7 +44,13 @@ struct Params {
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
 #ifdef Q8_INPUT
 // x in Q8 form (quantize_q8.wgsl).
+#ifdef WIDE_Q8
+@group(0) @binding(1) var<storage, read> x_word_vecs: array<vec4<u32>>;
+// The weights again, read 16 bytes at a time.
+@group(0) @binding(11) var<storage, read> weight_vecs: array<vec4<u32>>;
+#else
 @group(0) @binding(1) var<storage, read> x_words: array<u32>;
+#endif
 @group(0) @binding(10) var<storage, read> x_scales: array<f32>;
 #else
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
@@ -154,7 +164,39 @@ fn normalize_input(ids: Ids, writes_stream: bool) -> f32 {
 }
 #endif
 
+#ifdef WIDE_Q8
+alias PartInput = WideQ8Runs;
+const UNIT_PARTS = WIDE_PARTS;
+
+// The slice of x wide part `part` of the block at x_base multiplies (see the type's
+// wide_run_vec).
+fn part_input(x_base: u32, part: u32) -> PartInput {
+    let base = x_base >> 4u;
+    let v = vec4<u32>(base) + vec4<u32>(wide_run_vec(part, 0u), wide_run_vec(part, 1u), wide_run_vec(part, 2u), wide_run_vec(part, 3u));
+    let ones = vec4<u32>(0x01010101u);
+    var xq: WideQ8Runs;
+    xq.r0 = x_word_vecs[v.x];
+    xq.r1 = x_word_vecs[v.y];
+    xq.scales = vec4<f32>(x_scales[v.x >> 1u], x_scales[v.y >> 1u], 0.0, 0.0);
+    var sums = vec4<i32>(wide_dot(xq.r0, ones), wide_dot(xq.r1, ones), 0, 0);
+    if (WIDE_RUNS > 2u) {
+        xq.r2 = x_word_vecs[v.z];
+        xq.r3 = x_word_vecs[v.w];
+        xq.scales.z = x_scales[v.z >> 1u];
+        xq.scales.w = x_scales[v.w >> 1u];
+        sums.z = wide_dot(xq.r2, ones);
+        sums.w = wide_dot(xq.r3, ones);
+    }
+    xq.sums = vec4<f32>(sums) * xq.scales;
+    return xq;
+}
+
+fn input_dot(block_byte: u32, part: u32, input: PartInput) -> f32 {
+    return wide_part_dot_q8(block_byte, part, input);
+}
+#else
 #ifdef Q8_INPUT
+const UNIT_PARTS = PARTS;
 alias PartInput = Q8Runs;
 
 // The slice of x a part multiplies, in Q8 form.
@@ -171,6 +213,7 @@ fn input_dot(block_byte: u32, part: u32, input: PartInput) -> f32 {
     return part_dot_q8(block_byte, part, input);
 }
 #else
+const UNIT_PARTS = PARTS;
 // The slice of x a part multiplies and its run sums (for types with block minimums; unused
 // ones compile away).
 struct PartInput {
@@ -206,6 +249,7 @@ fn x_runs(x_base: u32, part: u32) -> Runs {
         x_vec((x_base + run_start(part, 3u)) >> 2u),
     );
 }
+#endif
 #endif
 
 // Sum `sum` of a workgroup whose first output row is first_row: sum s belongs to output row
@@ -272,13 +316,13 @@ fn main(
 #else
     let input_scale = 1.0;
 #endif
-    let units = params.blocks_per_row * PARTS;
+    let units = params.blocks_per_row * UNIT_PARTS;
     // Component s accumulates sum s (sum_part_dot); SUMS is 1, 2 or 4 and the branches on
     // it are resolved at compile time.
     var acc = vec4<f32>(0.0);
     for (var unit = lid; unit < units; unit += WG) {
-        let block = unit / PARTS;
-        let part = unit % PARTS;
+        let block = unit / UNIT_PARTS;
+        let part = unit % UNIT_PARTS;
         let input = part_input(block * BLOCK_LEN, part);
         acc.x += sum_part_dot(0u, first_row, block, part, input);
         if (SUMS > 1u) {

@@ -46,6 +46,39 @@ fn byte_runs(q: vec4<u32>, bias: f32) -> Runs {
     return Runs(byte_values(q.x, bias), byte_values(q.y, bias), byte_values(q.z, bias), byte_values(q.w, bias));
 }
 
+// The values of x a wide part multiplies (WIDE_Q8), in Q8 form: WIDE_RUNS (2 or 4) runs of 16
+// values, run r the 16-byte vector wide_run_vec(part, r) of the block's input, with the scales
+// of their 32-value blocks and their sums (scale included).
+struct WideQ8Runs {
+    r0: vec4<u32>,
+    r1: vec4<u32>,
+    r2: vec4<u32>,
+    r3: vec4<u32>,
+    scales: vec4<f32>,
+    sums: vec4<f32>,
+}
+
+#ifdef WIDE_Q8
+// The 16 bytes at the 2-aligned byte offset `byte`, from two aligned vectors: blocks of 210
+// bytes sit at every even offset modulo 16.
+fn vec_even(byte: u32) -> vec4<u32> {
+    let v0 = weight_vecs[byte >> 4u];
+    let v1 = weight_vecs[(byte >> 4u) + 1u];
+    let k = (byte >> 2u) & 3u;
+    let words = select(select(v0, vec4<u32>(v0.yzw, v1.x), k == 1u), select(vec4<u32>(v0.zw, v1.xy), vec4<u32>(v0.w, v1.xyz), k == 3u), k >= 2u);
+    if ((byte & 2u) == 0u) {
+        return words;
+    }
+    let next = select(select(v1.x, v1.y, k == 1u), select(v1.z, v1.w, k == 3u), k >= 2u);
+    return (words >> vec4<u32>(16u)) | (vec4<u32>(words.yzw, next) << vec4<u32>(16u));
+}
+
+// Σ of the 4 signed bytes of each word of `q` against those of `x`.
+fn wide_dot(q: vec4<u32>, x: vec4<u32>) -> i32 {
+    return dot4I8Packed(q.x, x.x) + dot4I8Packed(q.y, x.y) + dot4I8Packed(q.z, x.z) + dot4I8Packed(q.w, x.w);
+}
+#endif
+
 // Σ quant·x over a part in Q8 form, in units of the input's scale, for quants packed as
 // signed bytes (one word a run).
 fn q8_dot(q: vec4<u32>, xq: Q8Runs) -> f32 {
@@ -432,6 +465,30 @@ fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
     return p.low.x * xq.scales.x * f32(low_dot) - p.low.y * (xq.sums.x + xq.sums.y)
         + p.high.x * xq.scales.z * f32(high_dot) - p.high.y * (xq.sums.z + xq.sums.w);
 }
+
+#ifdef WIDE_Q8
+// Wide parts: part p holds qs bytes 16p..16p+15 (one 16-byte load; the block's first 16 bytes,
+// d, dmin and the scales, another): the low nibbles of values 16(p%2).. of sub-block 2(p/2)
+// (run 0), the high nibbles of the same values of sub-block 2(p/2)+1 (run 1).
+const WIDE_PARTS = 8u;
+const WIDE_RUNS = 2u;
+
+fn wide_run_vec(part: u32, run: u32) -> u32 {
+    return (part >> 1u) * 4u + run * 2u + (part & 1u);
+}
+
+fn wide_part_dot_q8(block_byte: u32, part: u32, xq: WideQ8Runs) -> f32 {
+    let head = weight_vecs[block_byte >> 4u];
+    let q = weight_vecs[(block_byte >> 4u) + 1u + part];
+    let dm = unpack2x16float(head.x);
+    let j = part >> 1u;
+    let low = k_scale_min_of(head.yzw, 2u * j) * dm;
+    let high = k_scale_min_of(head.yzw, 2u * j + 1u) * dm;
+    let low_dot = wide_dot(q & vec4<u32>(0x0f0f0f0fu), xq.r0);
+    let high_dot = wide_dot((q >> vec4<u32>(4u)) & vec4<u32>(0x0f0f0f0fu), xq.r1);
+    return low.x * xq.scales.x * f32(low_dot) - low.y * xq.sums.x + high.x * xq.scales.y * f32(high_dot) - high.y * xq.sums.y;
+}
+#endif
 #endif
 
 #ifdef TYPE_Q5_K
@@ -550,6 +607,40 @@ fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
     let scales = vec4<f32>(q6_scale(block_byte, s), q6_scale(block_byte, s + 2u), q6_scale(block_byte, s + 4u), q6_scale(block_byte, s + 6u));
     return half_at(block_byte + 208u) * dot(scales, dots * xq.scales - 32.0 * xq.sums);
 }
+
+#ifdef WIDE_Q8
+// Wide parts: part p covers l = 16(p%2)..16(p%2)+15 of all four quadrants of half p/2 (run r
+// quadrant r): 16 bytes of ql for quadrants 0 and 2, 16 for 1 and 3, 16 of qh.
+const WIDE_PARTS = 4u;
+const WIDE_RUNS = 4u;
+
+fn wide_run_vec(part: u32, run: u32) -> u32 {
+    return (part >> 1u) * 8u + run * 2u + (part & 1u);
+}
+
+fn wide_part_dot_q8(block_byte: u32, part: u32, xq: WideQ8Runs) -> f32 {
+    let half_block = part >> 1u;
+    let l = (part & 1u) * 16u;
+    let qa = vec_even(block_byte + half_block * 64u + l);
+    let qb = vec_even(block_byte + half_block * 64u + 32u + l);
+    let qh = vec_even(block_byte + 128u + half_block * 32u + l);
+    let low = vec4<u32>(0x0f0f0f0fu);
+    let high = vec4<u32>(0x03030303u);
+    let dots = vec4<f32>(vec4<i32>(
+        wide_dot((qa & low) | ((qh & high) << vec4<u32>(4u)), xq.r0),
+        wide_dot((qb & low) | (((qh >> vec4<u32>(2u)) & high) << vec4<u32>(4u)), xq.r1),
+        wide_dot(((qa >> vec4<u32>(4u)) & low) | (((qh >> vec4<u32>(4u)) & high) << vec4<u32>(4u)), xq.r2),
+        wide_dot(((qb >> vec4<u32>(4u)) & low) | (((qh >> vec4<u32>(6u)) & high) << vec4<u32>(4u)), xq.r3),
+    ));
+    // Scale 8n + 2r + l/16 of quadrant r: bytes l/16 and l/16 + 2 of the half's two words.
+    let s = block_byte + 192u + half_block * 8u;
+    let shift = (part & 1u) * 8u;
+    let s01 = word_even(s) >> shift;
+    let s23 = word_even(s + 4u) >> shift;
+    let scales = vec4<f32>((vec4<i32>(bitcast<i32>(s01 << 24u), bitcast<i32>(s01 << 8u), bitcast<i32>(s23 << 24u), bitcast<i32>(s23 << 8u))) >> vec4<u32>(24u));
+    return half_at(block_byte + 208u) * dot(scales, dots * xq.scales - 32.0 * xq.sums);
+}
+#endif
 #endif
 
 #ifdef TYPE_Q2_K

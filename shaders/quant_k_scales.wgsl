@@ -3,15 +3,18 @@
 // 4 bits come from the nibbles of bytes[s+4], the high 2 bits from the top bits of
 // bytes[s-4] (scale) and bytes[s] (min).
 
-// (scale, min) of `sub_block` from the 12 bytes at the 4-aligned `scales_byte`. Branch-free:
-// neighbouring threads decode sub-blocks on both sides of 4.
+// (scale, min) of `sub_block` from the 12 bytes at the 4-aligned `scales_byte`.
 fn k_scale_min(scales_byte: u32, sub_block: u32) -> vec2<f32> {
     let w = scales_byte >> 2u;
+    return k_scale_min_of(vec3<u32>(weights[w], weights[w + 1u], weights[w + 2u]), sub_block);
+}
+
+// (scale, min) of `sub_block` from the 12 bytes as words. Branch-free: neighbouring threads
+// decode sub-blocks on both sides of 4.
+fn k_scale_min_of(words: vec3<u32>, sub_block: u32) -> vec2<f32> {
     let shift = (sub_block & 3u) * 8u;
-    let b0 = (weights[w] >> shift) & 0xffu;
-    let b1 = (weights[w + 1u] >> shift) & 0xffu;
-    let b2 = (weights[w + 2u] >> shift) & 0xffu;
-    let first = vec2<u32>(b0 & 63u, b1 & 63u);
-    let second = vec2<u32>((b2 & 15u) | ((b0 >> 6u) << 4u), (b2 >> 4u) | ((b1 >> 6u) << 4u));
+    let b = (words >> vec3<u32>(shift)) & vec3<u32>(0xffu);
+    let first = vec2<u32>(b.x & 63u, b.y & 63u);
+    let second = vec2<u32>((b.z & 15u) | ((b.x >> 6u) << 4u), (b.z >> 4u) | ((b.y >> 6u) << 4u));
     return vec2<f32>(select(second, first, sub_block < 4u));
 }

@@ -93,7 +93,7 @@ impl TestMatrix {
     /// Split into chunks of at most `rows_per_chunk` rows.
     fn upload_chunked(&self, ctx: &GpuContext, rows_per_chunk: usize) -> GpuMatrix {
         let row_bytes = self.bytes.len() / self.rows;
-        let limit = (rows_per_chunk * row_bytes + 4).next_multiple_of(4) as u64;
+        let limit = (rows_per_chunk * row_bytes) as u64;
         let w = GpuMatrix::upload_with_chunk_limit(
             ctx,
             "w",
@@ -595,7 +595,7 @@ fn q8_input_matvec_every_shape(ctx: &GpuContext) {
                 }
             }
         }
-        let (row_len, rows) = (512, 1100);
+        let (row_len, rows) = (row_lens(ty)[1], 1100);
         let (parts, stacked) = stack(ctx, ty, row_len, &[rows, rows], 9);
         let x: Vec<f32> = values(row_len, 23).iter().map(|v| v * 0.2).collect();
         let q8 = Q8Vector::new(ctx, "x", row_len as u32);
@@ -896,8 +896,8 @@ fn matmul_over_parts_of_a_chunked_stack_matches_reference() {
     let bytes: Vec<u8> = parts.iter().flat_map(|m| m.bytes.iter().copied()).collect();
     let row_bytes = parts[0].bytes.len() / parts[0].rows;
     // Chunks of 32 rows: every part starts or ends inside a chunk, the second within one.
-    let w = GpuMatrix::upload_with_chunk_limit(&ctx, "w", ty, 640, 123, &bytes, (32 * row_bytes + 4) as u64)
-        .unwrap();
+    let w =
+        GpuMatrix::upload_with_chunk_limit(&ctx, "w", ty, 640, 123, &bytes, (32 * row_bytes) as u64).unwrap();
     assert_eq!(w.chunks.len(), 4);
     let n_tokens = 5u32;
     let x = values(n_tokens as usize * 640, 61);

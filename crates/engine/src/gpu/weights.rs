@@ -62,8 +62,8 @@ impl GpuMatrix {
         Self::upload_with_chunk_limit(ctx, name, ggml_type, row_len, rows, data, u64::MAX)
     }
 
-    /// As `upload`, with chunks of at most `max_chunk_bytes` (and never above the device's
-    /// binding limit): lets tests split small matrices to exercise the chunked paths.
+    /// As `upload`, with chunks of at most `max_chunk_bytes` of weights (and never above the
+    /// device's binding limit): lets tests split small matrices to exercise the chunked paths.
     pub fn upload_with_chunk_limit(
         ctx: &GpuContext,
         name: &str,
@@ -116,10 +116,9 @@ impl GpuMatrix {
                 ty,
             });
         }
-        // Chunk byte sizes stay multiples of 4 bytes since kernels read u32 words.
-        let max_binding =
-            ctx.caps.max_storage_binding.min(ctx.caps.max_buffer_size).min(max_chunk_bytes) & !3;
-        let rows_per_chunk = max_binding.saturating_sub(4) / row_bytes;
+        // Chunk byte sizes stay multiples of 16 bytes since kernels read 16-byte vectors.
+        let max_binding = ctx.caps.max_storage_binding.min(ctx.caps.max_buffer_size) & !15;
+        let rows_per_chunk = max_binding.saturating_sub(SPARE_BYTES).min(max_chunk_bytes) / row_bytes;
         if rows_per_chunk == 0 {
             return Err(WeightUploadError::RowTooLarge { name: name.into(), row_bytes, max_binding });
         }
@@ -211,7 +210,7 @@ impl StackedMatrix {
 
     /// Whether `bytes` of weights fit one storage binding of this device.
     pub fn fits_one_binding(ctx: &GpuContext, bytes: u64) -> bool {
-        bytes + 8 <= ctx.caps.max_storage_binding.min(ctx.caps.max_buffer_size)
+        padded_size(bytes) <= ctx.caps.max_storage_binding.min(ctx.caps.max_buffer_size)
     }
 
     /// The rows of part `index` within the stacked matrix.
@@ -227,9 +226,17 @@ enum UploadFailure {
     Transfer(GpuError),
 }
 
+/// Bytes after a matrix's last block: the decode products read 2-aligned 16-byte pieces of
+/// 210-byte blocks from two aligned 16-byte vectors, the second of which may lie past the end.
+const SPARE_BYTES: u64 = 16;
+
+/// The buffer size of `bytes` of weights: whole 16-byte vectors and a spare one.
+fn padded_size(bytes: u64) -> u64 {
+    bytes.next_multiple_of(16) + SPARE_BYTES
+}
+
 fn upload_padded(ctx: &GpuContext, label: &str, bytes: &TensorBytes) -> Result<wgpu::Buffer, UploadFailure> {
-    // One spare word: unaligned u32 reads of the last block may touch the word after it.
-    let size = bytes.len().next_multiple_of(4) + 4;
+    let size = padded_size(bytes.len());
     let out_of_memory = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
@@ -275,7 +282,7 @@ mod tests {
                 ROW_LEN.into(),
                 ROWS.into(),
                 data,
-                8 * row_bytes + 4,
+                8 * row_bytes,
             )
             .unwrap()
         };

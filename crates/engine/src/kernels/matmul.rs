@@ -33,8 +33,7 @@ pub use crate::quant::SUPPORTED_TYPES;
 /// still spread over every SM, except where each workgroup normalizes a long input (over
 /// 1,024 values) itself: there four rows share one norm (1B q, k, v: 10.0 µs against 11.7
 /// with one; the 270M's, 640 values wide, are faster with one).
-fn matvec_shape(w: &GpuMatrix, max_rows: u32, normed_input: bool) -> (u32, u32) {
-    let parts_per_row = w.row_len / kernel_block_len(w.ggml_type) * parts_per_block(w.ggml_type);
+fn matvec_shape(w: &GpuMatrix, parts_per_row: u32, max_rows: u32, normed_input: bool) -> (u32, u32) {
     let threads = if parts_per_row > 64 { 128 } else { 64 };
     let rows_per_workgroup = match w.rows {
         1024.. if normed_input && w.row_len > 1024 => 4,
@@ -45,9 +44,24 @@ fn matvec_shape(w: &GpuMatrix, max_rows: u32, normed_input: bool) -> (u32, u32) 
     (threads, rows_per_workgroup.min(max_rows))
 }
 
-/// Parts per block in the matrix-vector kernel: each part is 16 values (quant_formats.wgsl).
-fn parts_per_block(ty: GgmlType) -> u32 {
-    kernel_block_len(ty) / 16
+/// Parts per row of `w` in the matrix-vector kernel: each part is 16 values (quant_formats.wgsl).
+fn parts_per_row(w: &GpuMatrix) -> u32 {
+    w.row_len / 16
+}
+
+/// Parts per row of `w` in the wide kernel on a Q8 input (`WIDE_Q8` of matmul_vector.wgsl:
+/// 16-byte loads of weights and input, 32 values a part for Q4_K, 64 for Q6_K), where its type
+/// has one and its rows hold more than 32 such parts. H200, Llama 3.1 8B's products
+/// (`benches/decode_matvec.rs`): gate+up 43.7 -> 28.3 µs, ffn_down Q6_K 37.1 -> 23.3, Q4_K
+/// 26.2 -> 16.7; on rows of 32 parts (Llama 3.2 1B's Q6_K lm head, 2,048 wide) most threads
+/// of a workgroup idled and decode lost 3%.
+fn wide_parts_per_row(w: &GpuMatrix) -> Option<u32> {
+    let values_per_part = match w.ggml_type {
+        GgmlType::Q4_K => 32,
+        GgmlType::Q6_K => 64,
+        _ => return None,
+    };
+    Some(w.row_len / values_per_part).filter(|&parts| parts > 32)
 }
 
 /// Weight rows and tokens per workgroup of the tiled matmul, the K step of its tiles, its
@@ -305,7 +319,7 @@ pub fn normed_input_pays(ctx: &GpuContext, stacks: &[StackedMatrix], gated: bool
             return false;
         }
         let (output_rows, max_rows) = if gated { (stack.parts[0].rows, GATED_MAX_ROWS) } else { (w.rows, 4) };
-        let workgroups = output_rows.div_ceil(matvec_shape(w, max_rows, true).1);
+        let workgroups = output_rows.div_ceil(matvec_shape(w, parts_per_row(w), max_rows, true).1);
         normalized_values += u64::from(workgroups) * u64::from(w.row_len);
     }
     // On a CPU adapter the norm repeated in every workgroup is CPU time, not idle GPU threads
@@ -338,8 +352,16 @@ fn matvec_dispatch(
 ) -> Result<(), KernelError> {
     let MatvecChunk { w, chunk, mut params, max_rows_per_workgroup, extra_defines } = product;
     let type_define = weight_type_define("matvec", w)?;
-    let (threads, rows_per_workgroup) =
-        matvec_shape(w, max_rows_per_workgroup, matches!(input, MatvecInput::Normed(_)));
+    let wide_parts = match input {
+        MatvecInput::Q8(_) => wide_parts_per_row(w),
+        _ => None,
+    };
+    let (threads, rows_per_workgroup) = matvec_shape(
+        w,
+        wide_parts.unwrap_or_else(|| parts_per_row(w)),
+        max_rows_per_workgroup,
+        matches!(input, MatvecInput::Normed(_)),
+    );
     let mut defines = vec![type_define, Define::u32("WG", threads), Define::u32("ROWS", rows_per_workgroup)];
     if ctx.caps.subgroups {
         defines.push(Define::flag("SUBGROUPS"));
@@ -360,6 +382,15 @@ fn matvec_dispatch(
     if let MatvecInput::Q8(q8) = input {
         defines.push(Define::flag("Q8_INPUT"));
         bound.push((10, q8.scales.buffer()));
+        if wide_parts.is_some() {
+            defines.push(Define::flag("WIDE_Q8"));
+            // Q6_K still reads its scales as words; Q4_K reads nothing else.
+            if w.ggml_type == GgmlType::Q6_K {
+                bound.push((11, &chunk.buffer));
+            } else {
+                bound[0].0 = 11;
+            }
+        }
     }
     if let MatvecInput::Normed(normed) = input {
         defines.push(Define::flag("NORMED_INPUT"));
@@ -833,7 +864,7 @@ mod weight_bytes_tests {
             ROW_LEN.into(),
             ROWS.into(),
             bytemuck::cast_slice(&weights),
-            16 * row_bytes + 4,
+            16 * row_bytes,
         )
         .unwrap();
         assert_eq!(w.chunks.len(), 3);

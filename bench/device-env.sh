@@ -1,0 +1,39 @@
+#!/bin/bash
+# Sourced by device scripts (bench/results/*/device-run*.sh) from the repository root on the device:
+# the Vulkan loader of .gl (../shared/device/fetch-vulkan-loader.sh) with NVIDIA's driver, the binaries
+# packed in .device-carry/doppler.tar.xz unpacked into $B, synthetic models kept in $M.
+for f in .gl/*.deb; do dpkg -x "$f" / >/dev/null; done
+ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+# Tests that look for the repository at its path here.
+[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+B=/tmp/bin
+M=/tmp/m
+mkdir -p $B $M
+tar -xJf .device-carry/doppler.tar.xz -C $B
+nvidia-smi --query-gpu=name --format=csv,noheader
+
+# synth SHAPE...: `doppler synth` files of the matrix's shapes (bench/matrix.sh) as $M/SHAPE.gguf.
+synth() {
+  local shape arch tokenizer
+  for shape; do
+    case $shape in
+      llama3*) arch=llama tokenizer=llama3 ;;
+      mistral*) arch=llama tokenizer=mistral ;;
+      qwen2.5*) arch=qwen2 tokenizer=qwen2 ;;
+      qwen3*) arch=qwen3 tokenizer=qwen3 ;;
+      phi3*) arch=phi3 tokenizer=phi3 ;;
+      *) arch=gemma3 tokenizer=gemma3 ;;
+    esac
+    [ -e $M/$shape.gguf ] || $B/doppler synth --arch $arch --size $shape --out $M/$shape.gguf \
+      --tokenizer-from tests/data/hf/$tokenizer/model.gguf 2>&1 | tail -1
+  done
+}
+
+# tg128 BINARY SHAPE DEPTH LABEL: one line of decode tokens/s, `doppler bench --runs 2` after a
+# 64-token prompt at DEPTH.
+tg128() {
+  timeout 60 $B/$1 bench --model $M/$2.gguf --runs 2 --depth $3 --prompt-tokens 64 --gen-tokens 128 --json \
+    > $M/bench.json 2> $M/bench.err || tail -3 $M/bench.err
+  python3 -c "import json; r = json.load(open('$M/bench.json')); print('$4 $2 d$3 $1 tg128', round(r['tg_tokens_per_second']['mean'], 1))"
+}
