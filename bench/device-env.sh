@@ -37,3 +37,13 @@ tg128() {
     > $M/bench.json 2> $M/bench.err || tail -3 $M/bench.err
   python3 -c "import json; r = json.load(open('$M/bench.json')); print('$4 $2 d$3 $1 tg128', round(r['tg_tokens_per_second']['mean'], 1))"
 }
+
+# compare_tg128 SHAPE...: doppler-base against doppler, two interleaved rounds at depth 0 and one at 4096.
+compare_tg128() {
+  local round shape
+  synth "$@"
+  for round in r1 r2; do
+    for shape; do tg128 doppler-base $shape 0 $round; tg128 doppler $shape 0 $round; done
+  done
+  for shape; do tg128 doppler-base $shape 4096 r1; tg128 doppler $shape 4096 r1; done
+}

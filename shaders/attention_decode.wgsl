@@ -17,7 +17,7 @@
 //   head_partial (PER_HEAD): as split_partial with one workgroup per (query head, key slice),
 //     a tile of WG keys at a time; for the shapes where packs do not pay.
 //   split_combine (MERGE): one workgroup per query head rescales either kernel's slices to the
-//     overall max and normalizes.
+//     overall max and normalizes; with Q8_OUT it writes the output in Q8 form as well.
 // A team's sums go through subgroup shuffles (SUBGROUPS: a team lies within a subgroup) or a
 // tree in shared memory.
 #include "step.wgsl"
@@ -37,6 +37,14 @@ const GROUPS = WG / COLUMNS;
 
 var<workgroup> weights: array<f32, N_SPLITS>;
 var<workgroup> group_sums: array<vec4<f32>, WG>;
+
+#ifdef Q8_OUT
+// The output in Q8 form as well (q8_block.wgsl), for the products that read it: a head holds
+// whole 32-value blocks.
+@group(0) @binding(3) var<storage, read_write> q8_words: array<u32>;
+@group(0) @binding(4) var<storage, read_write> q8_scales: array<f32>;
+#include "q8_block.wgsl"
+#endif
 
 // Thread (group g, column c) sums slices g, g + GROUPS, … of column c, so no thread walks all
 // slices.
@@ -77,12 +85,21 @@ fn split_combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     }
     group_sums[lid] = value;
     workgroupBarrier();
+    var result = vec4<f32>(0.0);
     if (group == 0u) {
         for (var g = 1u; g < GROUPS; g++) {
             value += group_sums[g * COLUMNS + column];
         }
-        out[head * COLUMNS + column] = value / total;
+        result = value / total;
+        out[head * COLUMNS + column] = result;
     }
+#ifdef Q8_OUT
+    // Group 0's threads hold the head's vectors in order, 8 to a block.
+    let largest = q8_block_largest(lid, result);
+    if (group == 0u) {
+        q8_store(head * COLUMNS + column, result, largest);
+    }
+#endif
 }
 #else
 #include "attention_params.wgsl"

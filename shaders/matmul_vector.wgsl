@@ -8,6 +8,7 @@
 // Stacked matrices (projections of one input kept as one matrix) take one dispatch:
 //   SPLIT_OUTPUT: rows from params.second on go to y_second, and with THIRD_OUTPUT rows from
 //     params.third on to y_third (q, k and v).
+//   BIAS: y[r] = W[r]·x + bias[r].
 //   GATED: y[r] = act(W[r]·x) · W[second + r]·x for r < rows (gate and up, then the
 //     activation of activation.wgsl); a workgroup's ROWS (1 or 2) rows use 2·ROWS sums.
 // NORMED_INPUT (decode): the RMSNorm that makes the input runs in every workgroup instead of
@@ -62,6 +63,10 @@ struct Params {
 #endif
 #ifdef THIRD_OUTPUT
 @group(0) @binding(5) var<storage, read_write> y_third: array<f32>;
+#endif
+#ifdef BIAS
+// Added to each output row as it is stored (a stacked matrix's parts' biases end to end).
+@group(0) @binding(12) var<storage, read> bias: array<f32>;
 #endif
 
 #ifdef NORMED_INPUT
@@ -289,7 +294,11 @@ fn finish(row: u32, lid: u32, sums: vec4<f32>) {
 #ifdef GATED
     store(row, activation(sums[lid]) * sums[lid + ROWS]);
 #else
+#ifdef BIAS
+    store(row, sums[lid] + bias[params.output_offset + row]);
+#else
     store(row, sums[lid]);
+#endif
 #endif
 }
 

@@ -413,6 +413,10 @@ fn stacked_matvec_every_shape(ctx: &GpuContext) {
         let (parts, stacked) = stack(ctx, ty, row_len, &rows, 3);
         let x = values(row_len, 17);
         let input = f32_tensor(ctx, row_len, &x);
+        // A bias for every row of the stack (Qwen 2's q, k and v).
+        let total_rows: usize = rows.iter().sum();
+        let bias_values: Vec<f32> = (0..total_rows).map(|r| (r % 7) as f32 - 3.0).collect();
+        let bias = f32_tensor(ctx, total_rows, &bias_values);
         let sentinel = 55.5f32;
         // Two rows each: the product writes the first only.
         let outputs: Vec<GpuTensor> =
@@ -425,6 +429,7 @@ fn stacked_matvec_every_shape(ctx: &GpuContext) {
             &stacked,
             MatvecInput::Vector(&input),
             &outputs.iter().collect::<Vec<_>>(),
+            Some(&bias),
         )
         .unwrap();
         assert_eq!(ops.len(), 1, "one dispatch for the whole stack");
@@ -436,7 +441,14 @@ fn stacked_matvec_every_shape(ctx: &GpuContext) {
                 "{} {rows:?}: part {i} written past its row",
                 ty.name()
             );
-            let expected: Vec<_> = (0..m.rows).map(|r| m.dot(r, &x)).collect();
+            let first_row: usize = rows[..i].iter().sum();
+            let expected: Vec<_> = (0..m.rows)
+                .map(|r| {
+                    let (sum, magnitude) = m.dot(r, &x);
+                    let bias = f64::from(bias_values[first_row + r]);
+                    (sum + bias, magnitude + bias.abs())
+                })
+                .collect();
             compare(
                 &format!("stacked {} {rows:?} part {i} (subgroups: {})", ty.name(), ctx.caps.subgroups),
                 &actual[..m.rows],
@@ -575,7 +587,9 @@ fn quantize_q8_matches_reference() {
 fn q8_input_matvec_every_shape(ctx: &GpuContext) {
     let mut failures = Vec::new();
     for ty in SUPPORTED_TYPES.into_iter().filter(|&ty| takes_q8_input(ty)) {
-        for row_len in row_lens(ty) {
+        // 1,536 values: Q6_K rows of 24 wide parts (32 threads), Q4_K of 48.
+        let more = (ty.block_len() == 256).then_some(1536);
+        for row_len in row_lens(ty).into_iter().chain(more) {
             for rows in [3, 1000, 4099] {
                 let m = TestMatrix::random(ty, row_len, rows, (row_len * rows) as u64);
                 let x = values(row_len, rows as u64);
@@ -795,6 +809,7 @@ fn normed_matvec_every_case(ctx: &GpuContext) {
                 &stacked,
                 normed.matvec_input(case),
                 &outputs.iter().collect::<Vec<_>>(),
+                None,
             )
             .unwrap();
             assert_eq!(ops.len(), 1, "{label}: the norm takes no dispatch of its own");
@@ -857,6 +872,7 @@ fn normed_input_without_stream_out_leaves_the_stream() {
         &stacked,
         MatvecInput::Normed(input),
         &[&output],
+        None,
     )
     .unwrap();
     run(&ctx, &ops, 1);
@@ -881,7 +897,8 @@ fn normed_input_that_reads_and_writes_one_stream_buffer_is_an_error() {
         }),
         eps: 1e-6,
     });
-    assert!(record_stacked_matvec(&ctx, &mut OpList::new(), "aliased", &stacked, input, &[&output]).is_err());
+    assert!(record_stacked_matvec(&ctx, &mut OpList::new(), "aliased", &stacked, input, &[&output], None)
+        .is_err());
 }
 
 #[test]

@@ -17,6 +17,7 @@ use doppler_engine::{
         },
         fused_norm::{record_residual_norm, ResidualNorms, ResidualRows},
         fused_qk::{record_qk_rope_store, QkNorms, QkStep, QkvRows},
+        matmul::{record_quantize_q8, Q8Vector},
         norm::{record_rms_norm, NormOutput, RmsNorm},
         rope::{record_rope, rope_table, RopeFrequencies, RopeHeads, RopeStyle, RopeTable},
     },
@@ -244,7 +245,17 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     let mut store = OpList::new();
     record_kv_store(ctx, &mut store, "store", &cache, &k_buf, &v_buf, &step).unwrap();
     let mut attend = OpList::new();
-    let layer = AttentionLayer { cache: &cache, output: &out, step: &step, window: case.window, scale };
+    // A decode step's merge writes the output in Q8 form too where heads hold whole blocks.
+    let q8_output =
+        (case.split && case.head_dim.is_multiple_of(32)).then(|| Q8Vector::new(ctx, "out q8", q_dim as u32));
+    let layer = AttentionLayer {
+        cache: &cache,
+        output: &out,
+        output_q8: q8_output.as_ref(),
+        step: &step,
+        window: case.window,
+        scale,
+    };
     if case.split {
         record_decode_attention(ctx, &mut attend, "attention", &q_buf, &layer).unwrap();
     } else {
@@ -307,6 +318,19 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
         abs_tol,
         rel_tol,
     );
+    if let Some(q8) = q8_output {
+        // Bit for bit the standalone quantization of the f32 output.
+        let quantized = Q8Vector::new(ctx, "quantized", q_dim as u32);
+        let mut ops = OpList::new();
+        record_quantize_q8(ctx, &mut ops, "quantize", &out, &quantized).unwrap();
+        run(ctx, &ops, 1);
+        let read = |v: &Q8Vector| {
+            let words = ctx.read_u32(v.words.buffer(), q_dim / 4).unwrap();
+            let scales = ctx.read_f32(v.scales.buffer(), q_dim / 32).unwrap();
+            (words, scales)
+        };
+        assert!(read(&q8) == read(&quantized), "the merge's Q8 output differs from the quantized output");
+    }
 }
 
 #[test]
@@ -858,7 +882,14 @@ fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
             style: case.style,
         };
         let mut ops = OpList::new();
-        let layer = AttentionLayer { cache: &cache, output: &out, step: &step, window: case.window, scale };
+        let layer = AttentionLayer {
+            cache: &cache,
+            output: &out,
+            output_q8: None,
+            step: &step,
+            window: case.window,
+            scale,
+        };
         if fused {
             record_decode_attention_with_qk_step(ctx, &mut ops, "qk", "attention", &qk, &layer).unwrap();
             // Slices (with the q/k step) and merge: one dispatch fewer than the separate path.

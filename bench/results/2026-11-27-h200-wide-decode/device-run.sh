@@ -5,9 +5,4 @@ set -uo pipefail
 source bench/device-env.sh
 echo "== kernels_matmul"; timeout 120 $B/km --test-threads=1 2>&1 | grep -E "test result|panicked" | tail -3
 echo "== hf_reference"; timeout 120 $B/hf --test-threads=1 2>&1 | grep -E "test result|panicked" | tail -3
-shapes="llama3.1-8b llama3.2-1b llama3.2-3b qwen2.5-7b qwen2.5-1.5b qwen3-4b 4b phi3.5-mini mistral-7b"
-synth $shapes
-for round in r1 r2; do
-  for shape in $shapes; do tg128 doppler-base $shape 0 $round; tg128 doppler $shape 0 $round; done
-done
-for shape in $shapes; do tg128 doppler-base $shape 4096 r1; tg128 doppler $shape 4096 r1; done
+compare_tg128 llama3.1-8b llama3.2-1b llama3.2-3b qwen2.5-7b qwen2.5-1.5b qwen3-4b 4b phi3.5-mini mistral-7b

@@ -165,6 +165,21 @@ const CASES: &[Case] = &[
         row_len: 4096,
         product: Product::PlainQ8,
     },
+    // The Q6_K lm heads of Llama 3.2 1B and Qwen2.5 1.5B (rows of 2,048 and 1,536 values).
+    Case {
+        name: "1b lm_head slice q6_k q8",
+        ty: GgmlType::Q6_K,
+        rows: 32768,
+        row_len: 2048,
+        product: Product::PlainQ8,
+    },
+    Case {
+        name: "1.5b lm_head slice q6_k q8",
+        ty: GgmlType::Q6_K,
+        rows: 32768,
+        row_len: 1536,
+        product: Product::PlainQ8,
+    },
     Case { name: "8b quantize 4096", ty: GgmlType::Q8_0, rows: 1, row_len: 4096, product: Product::Quantize },
     Case {
         name: "8b quantize 14336",
@@ -301,7 +316,7 @@ fn record(ctx: &GpuContext, case: &Case, vectors: &Vectors, chain: usize) -> OpL
             let stack = StackedMatrix::upload(ctx, case.name, case.ty, case.row_len, &named).expect("upload");
             let outputs: Vec<&GpuTensor> = vectors.outputs.iter().collect();
             for _ in 0..chain {
-                record_stacked_matvec(ctx, &mut ops, case.name, &stack, vectors.normed(), &outputs)
+                record_stacked_matvec(ctx, &mut ops, case.name, &stack, vectors.normed(), &outputs, None)
                     .expect("record");
             }
         }

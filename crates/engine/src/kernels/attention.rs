@@ -1,8 +1,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{
-    base_defines, check_same_rows, check_width, make_dispatch, threads_per_token, workgroups_per_token,
-    KernelError,
+    base_defines, check_same_rows, check_width, make_dispatch, matmul::Q8Vector, threads_per_token,
+    workgroups_per_token, KernelError,
 };
 use crate::gpu::{grid, Define, GpuContext, GpuTensor, OpList, StepBuffer, Workgroups};
 
@@ -142,6 +142,9 @@ impl AttentionParams {
 pub struct AttentionLayer<'a> {
     pub cache: &'a KvCache,
     pub output: &'a GpuTensor,
+    /// Decode: the output in Q8 form as well, for the products that read it that way (the
+    /// slices' merge writes it; heads of whole 32-value blocks). Prefill leaves it.
+    pub output_q8: Option<&'a Q8Vector>,
     pub step: &'a StepBuffer,
     pub window: u32,
     pub scale: f32,

@@ -3,12 +3,16 @@
 //! head merges them. Two slices kernels write the same partials: the packed one, a workgroup
 //! per (kv head, pack of up to four of its query heads, slice), where a kv head serves at least
 //! four query heads of at most 128 values (`HeadShape::packs_pay`), and one workgroup per
-//! (query head, slice) elsewhere.
+//! (query head, slice) elsewhere. Where the layer asks for it, the merge writes the output in
+//! Q8 form as well: the output projection then reads a quarter of the bytes through the wide
+//! Q8 products with no quantization dispatch of its own.
 
 use super::{
     attention::{check_heads, record_attention, AttentionLayer, AttentionParams, KvCache},
     fused_qk::{record_qk_rope_store, QkStep},
-    make_dispatch, KernelError,
+    make_dispatch,
+    matmul::{record_quantize_q8, Q8Vector},
+    KernelError,
 };
 use crate::gpu::{grid, Define, GpuContext, GpuTensor, OpList, Workgroups};
 
@@ -213,7 +217,7 @@ fn merge_defines(head_dim: u32, slices: u32) -> [Define; 4] {
 }
 
 /// Records decode attention (a step of exactly one token) as in `record_attention`, split
-/// over key slices.
+/// over key slices, with the output's Q8 form where `layer.output_q8` asks for it.
 pub fn record_decode_attention(
     ctx: &GpuContext,
     ops: &mut OpList,
@@ -225,7 +229,13 @@ pub fn record_decode_attention(
     match SlicesKernel::choose(ctx, layer.cache, shape) {
         Some(kernel) => record_split_attention(ctx, ops, label, queries, layer, kernel, None),
         // The general kernel handles a single token as well.
-        None => record_attention(ctx, ops, label, queries, layer),
+        None => {
+            record_attention(ctx, ops, label, queries, layer)?;
+            match layer.output_q8 {
+                Some(q8) => record_quantize_q8(ctx, ops, &format!("{label} q8 output"), layer.output, q8),
+                None => Ok(()),
+            }
+        }
     }
 }
 
@@ -270,7 +280,7 @@ fn record_split_attention(
     kernel: SlicesKernel,
     qk: Option<(&str, &QkStep)>,
 ) -> Result<(), KernelError> {
-    let AttentionLayer { cache, output, step, window, .. } = *layer;
+    let AttentionLayer { cache, output, output_q8, step, window, .. } = *layer;
     let shape = kernel.shape;
     let max_keys = if window > 0 { window.min(cache.cache_len) } else { cache.cache_len };
     let slices = shape.key_slices(max_keys);
@@ -306,15 +316,37 @@ fn record_split_attention(
         &partial_buffers,
         Workgroups::Fixed(grid(workgroups, max)),
     )?);
+    let mut merge_defines = merge_defines(cache.head_dim, slices).to_vec();
+    let mut merge_buffers = vec![&split_acc, &split_stats, output.buffer()];
+    if let Some(q8) = output_q8 {
+        check_q8_output(q8, shape)?;
+        merge_defines.push(Define::flag("Q8_OUT"));
+        merge_buffers.extend([q8.words.buffer(), q8.scales.buffer()]);
+    }
     ops.push(make_dispatch(
         ctx,
         &format!("{label} merge"),
         "attention_decode.wgsl",
         "split_combine",
-        &merge_defines(cache.head_dim, slices),
-        &[&split_acc, &split_stats, output.buffer()],
+        &merge_defines,
+        &merge_buffers,
         Workgroups::Fixed(grid(shape.n_heads, max)),
     )?);
+    Ok(())
+}
+
+/// Errors unless `q8` is as wide as the query heads and each head holds whole Q8 blocks.
+fn check_q8_output(q8: &Q8Vector, shape: HeadShape) -> Result<(), KernelError> {
+    let width = shape.n_heads * shape.head_dim;
+    if q8.len != width || !shape.head_dim.is_multiple_of(32) {
+        return Err(KernelError::InvalidShape {
+            kernel: "decode attention",
+            message: format!(
+                "a Q8 output of {} values for {} heads of {} (needs their width in whole 32-value blocks a head)",
+                q8.len, shape.n_heads, shape.head_dim
+            ),
+        });
+    }
     Ok(())
 }
 

@@ -29,12 +29,18 @@ pub use crate::quant::SUPPORTED_TYPES;
 /// its threads split the blocks of its rows between them, each reusing its slice of x for all
 /// rows. Measured on an H100 (`benches/decode_matvec.rs`): 128 threads once a row has more
 /// than 64 parts, even where some then idle (Gemma 3 1B's gate and up: 15.7 µs against 19.4
-/// with 64 threads, two rounds for some); fewer rows per workgroup for small matrices so they
+/// with 64 threads, two rounds for some), 32 for rows of at most 32 (H200, the wide Q8
+/// product of Qwen2.5 1.5B's Q6_K lm head, 24 parts a row: 27.6 µs per 32,768 rows with the
+/// word-wide kernel, 20.6 wide with 32 threads); fewer rows per workgroup for small matrices so they
 /// still spread over every SM, except where each workgroup normalizes a long input (over
 /// 1,024 values) itself: there four rows share one norm (1B q, k, v: 10.0 µs against 11.7
 /// with one; the 270M's, 640 values wide, are faster with one).
 fn matvec_shape(w: &GpuMatrix, parts_per_row: u32, max_rows: u32, normed_input: bool) -> (u32, u32) {
-    let threads = if parts_per_row > 64 { 128 } else { 64 };
+    let threads = match parts_per_row {
+        65.. => 128,
+        33.. => 64,
+        _ => 32,
+    };
     let rows_per_workgroup = match w.rows {
         1024.. if normed_input && w.row_len > 1024 => 4,
         4096.. => 4,
@@ -51,17 +57,16 @@ fn parts_per_row(w: &GpuMatrix) -> u32 {
 
 /// Parts per row of `w` in the wide kernel on a Q8 input (`WIDE_Q8` of matmul_vector.wgsl:
 /// 16-byte loads of weights and input, 32 values a part for Q4_K, 64 for Q6_K), where its type
-/// has one and its rows hold more than 32 such parts. H200, Llama 3.1 8B's products
+/// has one and its rows hold at least 16 such parts. H200, Llama 3.1 8B's products
 /// (`benches/decode_matvec.rs`): gate+up 43.7 -> 28.3 µs, ffn_down Q6_K 37.1 -> 23.3, Q4_K
-/// 26.2 -> 16.7; on rows of 32 parts (Llama 3.2 1B's Q6_K lm head, 2,048 wide) most threads
-/// of a workgroup idled and decode lost 3%.
+/// 26.2 -> 16.7; Llama 3.2 1B's Q6_K lm head (32 parts a row, 32 threads) 33.9 -> 23.9.
 fn wide_parts_per_row(w: &GpuMatrix) -> Option<u32> {
     let values_per_part = match w.ggml_type {
         GgmlType::Q4_K => 32,
         GgmlType::Q6_K => 64,
         _ => return None,
     };
-    Some(w.row_len / values_per_part).filter(|&parts| parts > 32)
+    Some(w.row_len / values_per_part).filter(|&parts| parts >= 16)
 }
 
 /// Weight rows and tokens per workgroup of the tiled matmul, the K step of its tiles, its
@@ -338,6 +343,8 @@ struct MatvecChunk<'a> {
     params: MatvecParams,
     max_rows_per_workgroup: u32,
     extra_defines: &'a [Define],
+    /// Added to the output rows (BIAS).
+    bias: Option<&'a GpuTensor>,
 }
 
 /// Records `product` of `input`, row r into `outputs[i]` for the part of the rows it falls in
@@ -350,7 +357,7 @@ fn matvec_dispatch(
     input: MatvecInput,
     outputs: &[&GpuTensor],
 ) -> Result<(), KernelError> {
-    let MatvecChunk { w, chunk, mut params, max_rows_per_workgroup, extra_defines } = product;
+    let MatvecChunk { w, chunk, mut params, max_rows_per_workgroup, extra_defines, bias } = product;
     let type_define = weight_type_define("matvec", w)?;
     let wide_parts = match input {
         MatvecInput::Q8(_) => wide_parts_per_row(w),
@@ -391,6 +398,10 @@ fn matvec_dispatch(
                 bound[0].0 = 11;
             }
         }
+    }
+    if let Some(bias) = bias {
+        defines.push(Define::flag("BIAS"));
+        bound.push((12, bias.buffer()));
     }
     if let MatvecInput::Normed(normed) = input {
         defines.push(Define::flag("NORMED_INPUT"));
@@ -533,14 +544,15 @@ pub fn record_matvec_of(
     check_width(KERNEL, "output", output, w.rows)?;
     for (index, chunk) in w.chunks.iter().enumerate() {
         let params = MatvecParams { output_offset: chunk.first_row, ..MatvecParams::new(w, chunk.rows) };
-        let product = MatvecChunk { w, chunk, params, max_rows_per_workgroup: 4, extra_defines: &[] };
+        let product =
+            MatvecChunk { w, chunk, params, max_rows_per_workgroup: 4, extra_defines: &[], bias: None };
         matvec_dispatch(ctx, ops, &chunk_label(label, w, index), product, input, &[output])?;
     }
     Ok(())
 }
 
 /// Decode: the products of every part of `stack` with x in one dispatch, part i's rows into
-/// the first row of `outputs[i]`.
+/// the first row of `outputs[i]`, plus `bias` (a value per row of the stack) where given.
 pub fn record_stacked_matvec(
     ctx: &GpuContext,
     ops: &mut OpList,
@@ -548,10 +560,14 @@ pub fn record_stacked_matvec(
     stack: &StackedMatrix,
     input: MatvecInput,
     outputs: &[&GpuTensor],
+    bias: Option<&GpuTensor>,
 ) -> Result<(), KernelError> {
     const KERNEL: &str = "stacked matvec";
     check_stack(KERNEL, stack, 1..4)?;
     let w = &stack.matrix;
+    if let Some(bias) = bias {
+        check_width(KERNEL, "bias", bias, w.rows)?;
+    }
     if outputs.len() != stack.parts.len() {
         return Err(KernelError::InvalidShape {
             kernel: KERNEL,
@@ -574,7 +590,7 @@ pub fn record_stacked_matvec(
         _ => &[Define::flag("SPLIT_OUTPUT"), Define::flag("THIRD_OUTPUT")],
     };
     let product =
-        MatvecChunk { w, chunk: &w.chunks[0], params, max_rows_per_workgroup: 4, extra_defines: flags };
+        MatvecChunk { w, chunk: &w.chunks[0], params, max_rows_per_workgroup: 4, extra_defines: flags, bias };
     matvec_dispatch(ctx, ops, label, product, input, outputs)
 }
 
@@ -613,6 +629,7 @@ pub fn record_gated_matvec(
         params,
         max_rows_per_workgroup: GATED_MAX_ROWS,
         extra_defines: &defines,
+        bias: None,
     };
     matvec_dispatch(ctx, ops, label, product, input, &[output])
 }

@@ -141,6 +141,10 @@ fn matrices(stacks: &[StackedMatrix]) -> Vec<&GpuMatrix> {
 /// (H100, Llama 3.1 8B's products: 27% less time at ~1 TB/s; a quantization 4.5-5.3 µs).
 const MIN_QUANTIZED_WEIGHT_BYTES: u64 = 16 << 20;
 
+/// Storage buffers a decode product binds at most with a bias: weights, input, three outputs,
+/// the bias, and a normed input's norm, residual stream in and out and post-norm.
+const MATVEC_BIAS_BUFFERS: u32 = 10;
+
 /// The widths of the decode inputs kept in Q8 form: those of whole 32-value blocks.
 fn q8_widths(config: &ModelConfig) -> Vec<u32> {
     let mut widths = vec![config.hidden, config.n_heads * config.head_dim, config.ffn_hidden];
@@ -259,9 +263,11 @@ pub(super) struct LayerContext<'a> {
     pending_norm: RefCell<Option<PendingNorm<'a>>>,
     /// Decode: the residual stream is in `acts.hidden_alt` rather than `acts.hidden`.
     stream_in_alt: Cell<bool>,
-    /// Decode: the Q8 input of the hidden width holds `acts.normed` as the last norm left it
-    /// (the norm kernel writes both), so its products need no quantization of their own.
-    normed_in_q8: Cell<bool>,
+    /// Decode: the activation whose Q8 form each of `acts.q8_inputs` holds, as the last kernel
+    /// to write it left it (a quantization, the residual norm, the attention merge), so the
+    /// products of that activation need no quantization of their own. Only `acts.normed` and
+    /// `acts.attention` are noted: every decode write of them goes through `wrote`.
+    q8_sources: Vec<Cell<Option<*const GpuTensor>>>,
 }
 
 /// An RMSNorm into `acts.normed` not recorded yet: of the residual stream, after `block_out`
@@ -287,7 +293,28 @@ impl<'a> LayerContext<'a> {
             mode,
             pending_norm: RefCell::new(None),
             stream_in_alt: Cell::new(false),
-            normed_in_q8: Cell::new(false),
+            q8_sources: acts.q8_inputs.iter().map(|_| Cell::new(None)).collect(),
+        }
+    }
+
+    /// Where `q8` (one of `acts.q8_inputs`) notes its source.
+    fn q8_source(&self, q8: &Q8Vector) -> Option<&Cell<Option<*const GpuTensor>>> {
+        let index = self.acts.q8_inputs.iter().position(|kept| std::ptr::eq(kept, q8))?;
+        self.q8_sources.get(index)
+    }
+
+    /// Notes that `tensor` was written, its Q8 form into `q8` where one was: any Q8 form of it
+    /// written before is stale.
+    fn wrote(&self, tensor: &GpuTensor, q8: Option<&Q8Vector>) {
+        let tensor: *const GpuTensor = tensor;
+        for source in &self.q8_sources {
+            if source.get() == Some(tensor) {
+                source.set(None);
+            }
+        }
+        if let Some(source) = q8.and_then(|q8| self.q8_source(q8)) {
+            let noted = std::ptr::eq(tensor, &self.acts.normed) || std::ptr::eq(tensor, &self.acts.attention);
+            source.set(noted.then_some(tensor));
         }
     }
 
@@ -330,8 +357,7 @@ impl<'a> LayerContext<'a> {
         let Some(q8) = self.q8_input_for(matrices) else {
             return Ok(MatvecInput::Vector(vector));
         };
-        let is_normed = std::ptr::eq(vector, &self.acts.normed);
-        if is_normed && self.normed_in_q8.get() {
+        if self.q8_source(q8).is_some_and(|source| source.get() == Some(std::ptr::from_ref(vector))) {
             return Ok(MatvecInput::Q8(q8));
         }
         let weight_bytes: u64 = matrices.iter().map(|w| w.size_bytes()).sum();
@@ -339,9 +365,7 @@ impl<'a> LayerContext<'a> {
             return Ok(MatvecInput::Vector(vector));
         }
         record_quantize_q8(self.ctx, ops, &format!("{label} q8 input"), vector, q8)?;
-        // Conservative where the widths differ: another vector's quantization only
-        // overwrites the hidden width's when it is that wide.
-        self.normed_in_q8.set(is_normed);
+        self.wrote(vector, Some(q8));
         Ok(MatvecInput::Q8(q8))
     }
 
@@ -361,6 +385,41 @@ impl<'a> LayerContext<'a> {
         stacks: &[StackedMatrix],
         outputs: &[&GpuTensor],
     ) -> Result<(), KernelError> {
+        self.projections_with_biases(ops, stacks, outputs, None)
+    }
+
+    /// The q/k/v projections of `acts.normed` into `acts.q`, `k` and `v`, plus `bias` where
+    /// the layer has one: in decode the products add it as they store their rows (three
+    /// dispatches fewer a layer) where the adapter binds the buffer that takes, else row
+    /// additions labelled `bias_label` follow.
+    pub fn qkv_projections(
+        &self,
+        ops: &mut OpList,
+        stacks: &[StackedMatrix],
+        bias: Option<&QkvBias>,
+        bias_label: &str,
+    ) -> Result<(), KernelError> {
+        let acts = self.acts;
+        let stored_bias = bias.filter(|_| {
+            self.mode == ForwardMode::Decode
+                && self.ctx.caps.max_storage_buffers_per_stage >= MATVEC_BIAS_BUFFERS
+        });
+        let biases = stored_bias.map(|bias| bias.stacks.as_slice());
+        self.projections_with_biases(ops, stacks, &[&acts.q, &acts.k, &acts.v], biases)?;
+        match (bias, stored_bias) {
+            (Some(bias), None) => self.add_qkv_bias(ops, bias_label, bias),
+            _ => Ok(()),
+        }
+    }
+
+    /// `projections`, the decode products of stack i adding `biases[i]` where given.
+    fn projections_with_biases(
+        &self,
+        ops: &mut OpList,
+        stacks: &[StackedMatrix],
+        outputs: &[&GpuTensor],
+        biases: Option<&[GpuTensor]>,
+    ) -> Result<(), KernelError> {
         let (ctx, acts) = (self.ctx, self.acts);
         let fused = self.take_fusable_norm(ops, stacks, false)?;
         // Decode without a fused norm: one input (one quantization) serves every stack.
@@ -373,6 +432,7 @@ impl<'a> LayerContext<'a> {
         let mut outputs = outputs.iter().copied();
         for (index, stack) in stacks.iter().enumerate() {
             let stack_outputs: Vec<&GpuTensor> = outputs.by_ref().take(stack.parts.len()).collect();
+            let bias = biases.and_then(|biases| biases.get(index));
             match (self.mode, &fused, shared_input) {
                 (ForwardMode::Decode, Some(norm), _) => {
                     let label = fused_label(&norm.label, stack);
@@ -391,10 +451,11 @@ impl<'a> LayerContext<'a> {
                         stack,
                         MatvecInput::Normed(input),
                         &stack_outputs,
+                        bias,
                     )?
                 }
                 (ForwardMode::Decode, None, Some(input)) => {
-                    record_stacked_matvec(ctx, ops, &stack_label(stack), stack, input, &stack_outputs)?
+                    record_stacked_matvec(ctx, ops, &stack_label(stack), stack, input, &stack_outputs, bias)?
                 }
                 _ => {
                     for (index, output) in stack_outputs.iter().enumerate() {
@@ -465,26 +526,36 @@ impl<'a> LayerContext<'a> {
         window: u32,
     ) -> Result<(), KernelError> {
         let (acts, config) = (self.acts, self.config);
+        // In decode the merge writes the output's Q8 form too where heads hold whole blocks.
+        let output_q8 = match self.mode {
+            ForwardMode::Decode if cache.head_dim.is_multiple_of(32) => {
+                acts.q8_inputs.iter().find(|q8| q8.len == acts.attention.width())
+            }
+            _ => None,
+        };
         let layer = AttentionLayer {
             cache,
             output: &acts.attention,
+            output_q8,
             step: &acts.step,
             window,
             scale: config.attention_scale,
         };
         match self.mode {
             ForwardMode::Decode => {
-                record_decode_attention_with_qk_step(self.ctx, ops, qk_label, label, qk, &layer)
+                record_decode_attention_with_qk_step(self.ctx, ops, qk_label, label, qk, &layer)?
             }
             ForwardMode::Prefill => {
                 record_qk_rope_store(self.ctx, ops, qk_label, qk, cache, &acts.step)?;
-                record_attention(self.ctx, ops, label, &acts.q, &layer)
+                record_attention(self.ctx, ops, label, &acts.q, &layer)?
             }
         }
+        self.wrote(&acts.attention, output_q8);
+        Ok(())
     }
 
     /// Adds the q, k and v biases to the step's projections (Qwen 2).
-    pub fn add_qkv_bias(&self, ops: &mut OpList, label: &str, bias: &QkvBias) -> Result<(), KernelError> {
+    fn add_qkv_bias(&self, ops: &mut OpList, label: &str, bias: &QkvBias) -> Result<(), KernelError> {
         let acts = self.acts;
         for (part, rows, bias) in [("q", &acts.q, &bias.q), ("k", &acts.k, &bias.k), ("v", &acts.v, &bias.v)]
         {
@@ -547,7 +618,8 @@ impl<'a> LayerContext<'a> {
             (ForwardMode::Decode, false) => self.q8_input_for(readers).filter(|q8| q8.len == config.hidden),
             _ => None,
         };
-        self.normed_in_q8.set(normed_q8.is_some() && norm.block_out.is_some());
+        // Only the residual norm writes the Q8 form.
+        self.wrote(&acts.normed, normed_q8.filter(|_| norm.block_out.is_some()));
         match norm.block_out {
             Some(block_out) => {
                 let rows = ResidualRows { block_out, hidden: stream, normed: &acts.normed, normed_q8 };

@@ -17,6 +17,9 @@ pub struct QkvBias {
     pub q: GpuTensor,
     pub k: GpuTensor,
     pub v: GpuTensor,
+    /// For each stack of the layer's `qkv`, its parts' biases end to end: the decode product
+    /// adds them as it stores its rows.
+    pub stacks: Vec<GpuTensor>,
 }
 
 /// Norms of the attention and feed-forward outputs before their residual adds (Gemma 3).
@@ -101,17 +104,23 @@ impl ModelWeights {
                 Storage::Fused => uploader
                     .split(&name("ffn_up"), &[(name("ffn_gate"), ffn_rows), (name("ffn_up"), ffn_rows)])?,
             };
+            let attn_norm = uploader.vector(&name("attn_norm"))?;
+            let qkv = uploader.stacks(&qkv_parts)?;
             layers.push(LayerWeights {
-                attn_norm: uploader.vector(&name("attn_norm"))?,
-                qkv: uploader.stacks(&qkv_parts)?,
+                attn_norm,
                 qkv_bias: match layout.qkv_bias {
                     true => Some(QkvBias {
                         q: uploader.vector(&bias("attn_q"))?,
                         k: uploader.vector(&bias("attn_k"))?,
                         v: uploader.vector(&bias("attn_v"))?,
+                        stacks: qkv
+                            .iter()
+                            .map(|stack| uploader.stacked_bias(stack))
+                            .collect::<Result<_, _>>()?,
                     }),
                     false => None,
                 },
+                qkv,
                 qk_norms: match layout.qk_norm {
                     true => Some(QkNormWeights {
                         q: uploader.vector(&name("attn_q_norm"))?,
@@ -312,6 +321,22 @@ impl<'a> Uploader<'a> {
             GpuTensor::from_bytes(self.ctx, name, width, Element::F32, &self.gguf.tensor_data(info))
         })?;
         self.advance(info.n_bytes)?;
+        Ok(buffer)
+    }
+
+    /// The biases of `stack`'s parts end to end (`blk.N.attn_q.weight`'s is `blk.N.attn_q.bias`),
+    /// f32 vectors the config checked; their bytes were counted as `vector` uploaded them.
+    fn stacked_bias(&self, stack: &StackedMatrix) -> Result<GpuTensor, ModelError> {
+        let mut bytes = Vec::new();
+        for part in &stack.parts {
+            let name = format!("{}.bias", part.name.trim_end_matches(".weight"));
+            let info = self.gguf.tensor(&name).ok_or(ModelError::MissingTensor(name))?;
+            bytes.extend_from_slice(&self.gguf.tensor_data(info));
+        }
+        let label = format!("{} bias", stack.matrix.name);
+        let buffer = self.ctx.checked(&format!("uploading {label}"), || {
+            GpuTensor::from_bytes(self.ctx, &label, (bytes.len() / 4) as u32, Element::F32, &bytes)
+        })?;
         Ok(buffer)
     }
 

@@ -110,10 +110,7 @@ pub(super) fn record_pre_norm_layer<'a>(
     let acts = lc.acts;
     let name = |what: &str| format!("blk.{index}.{what}");
 
-    lc.projections(ops, &w.qkv, &[&acts.q, &acts.k, &acts.v])?;
-    if let Some(bias) = &w.qkv_bias {
-        lc.add_qkv_bias(ops, &name("qkv_bias"), bias)?;
-    }
+    lc.qkv_projections(ops, &w.qkv, w.qkv_bias.as_ref(), &name("qkv_bias"))?;
     let norms = w.qk_norms.as_ref().map(|n| QkNorms { q: &n.q, k: &n.k, eps: lc.config.rms_eps });
     let qk = QkStep { rows: lc.qkv_rows(), norms, table: rope, style };
     let qk_label = if norms.is_some() { "qk_norm_rope_store" } else { "rope_store" };
