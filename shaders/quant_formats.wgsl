@@ -11,6 +11,10 @@
 //     runs of 4 consecutive values, run r starting at value run_start(part, r) of the block;
 //     part_dot is the dot product of the part with the matching slices of x (`xs`, whose
 //     run sums are `x_sums`), with block scales applied once per run rather than per value.
+//   WIDE_PARTS, WIDE_RUNS, wide_part_dot_q8(block_byte, part, xq) -> f32 (Q4_K, Q6_K, with
+//     WIDE_Q8): the matrix-vector kernel on a Q8 input with 16-byte loads. Wide part p
+//     multiplies values 16(p%2)..16(p%2)+15 of WIDE_RUNS consecutive 32-value blocks of the
+//     block's values from block (p/2)·WIDE_RUNS, run r the r-th (`xq`, WideQ8Runs).
 //   load_value_table(lid): called by every thread of a kernel before anything else (it may
 //     hold a barrier); fills the shared value table of the table types (quant_value_table.wgsl).
 // Quants become floats through the exponent trick (bits 0x4b000000 | q are the float
@@ -47,8 +51,8 @@ fn byte_runs(q: vec4<u32>, bias: f32) -> Runs {
 }
 
 // The values of x a wide part multiplies (WIDE_Q8), in Q8 form: WIDE_RUNS (2 or 4) runs of 16
-// values, run r the 16-byte vector wide_run_vec(part, r) of the block's input, with the scales
-// of their 32-value blocks and their sums (scale included).
+// values (see WIDE_PARTS above), with the scales of their 32-value blocks and their sums
+// (scale included).
 struct WideQ8Runs {
     r0: vec4<u32>,
     r1: vec4<u32>,
@@ -72,18 +76,17 @@ fn vec_even(byte: u32) -> vec4<u32> {
     let next = select(select(v1.x, v1.y, k == 1u), select(v1.z, v1.w, k == 3u), k >= 2u);
     return (words >> vec4<u32>(16u)) | (vec4<u32>(words.yzw, next) << vec4<u32>(16u));
 }
+#endif
 
 // Σ of the 4 signed bytes of each word of `q` against those of `x`.
 fn wide_dot(q: vec4<u32>, x: vec4<u32>) -> i32 {
     return dot4I8Packed(q.x, x.x) + dot4I8Packed(q.y, x.y) + dot4I8Packed(q.z, x.z) + dot4I8Packed(q.w, x.w);
 }
-#endif
 
 // Σ quant·x over a part in Q8 form, in units of the input's scale, for quants packed as
 // signed bytes (one word a run).
 fn q8_dot(q: vec4<u32>, xq: Q8Runs) -> f32 {
-    let w = xq.words;
-    return f32(dot4I8Packed(q.x, w.x) + dot4I8Packed(q.y, w.y) + dot4I8Packed(q.z, w.z) + dot4I8Packed(q.w, w.w));
+    return f32(wide_dot(q, xq.words));
 }
 
 // Σ x over a part in Q8 form.
@@ -473,10 +476,6 @@ fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
 const WIDE_PARTS = 8u;
 const WIDE_RUNS = 2u;
 
-fn wide_run_vec(part: u32, run: u32) -> u32 {
-    return (part >> 1u) * 4u + run * 2u + (part & 1u);
-}
-
 fn wide_part_dot_q8(block_byte: u32, part: u32, xq: WideQ8Runs) -> f32 {
     let head = weight_vecs[block_byte >> 4u];
     let q = weight_vecs[(block_byte >> 4u) + 1u + part];
@@ -613,10 +612,6 @@ fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
 // quadrant r): 16 bytes of ql for quadrants 0 and 2, 16 for 1 and 3, 16 of qh.
 const WIDE_PARTS = 4u;
 const WIDE_RUNS = 4u;
-
-fn wide_run_vec(part: u32, run: u32) -> u32 {
-    return (part >> 1u) * 8u + run * 2u + (part & 1u);
-}
 
 fn wide_part_dot_q8(block_byte: u32, part: u32, xq: WideQ8Runs) -> f32 {
     let half_block = part >> 1u;

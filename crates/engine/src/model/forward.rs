@@ -223,7 +223,12 @@ impl Activations {
         if !takes_q8_input(w.ggml_type) {
             return None;
         }
-        self.q8_inputs.iter().find(|q8| q8.len == w.row_len)
+        self.q8_input_of_width(w.row_len)
+    }
+
+    /// The Q8 form kept for decode inputs of `width` values, if any.
+    fn q8_input_of_width(&self, width: u32) -> Option<&Q8Vector> {
+        self.q8_inputs.iter().find(|q8| q8.len == width)
     }
 
     pub fn size_bytes(&self) -> u64 {
@@ -529,7 +534,7 @@ impl<'a> LayerContext<'a> {
         // In decode the merge writes the output's Q8 form too where heads hold whole blocks.
         let output_q8 = match self.mode {
             ForwardMode::Decode if cache.head_dim.is_multiple_of(32) => {
-                acts.q8_inputs.iter().find(|q8| q8.len == acts.attention.width())
+                acts.q8_input_of_width(acts.attention.width())
             }
             _ => None,
         };
