@@ -11,7 +11,16 @@
 // A workgroup owns TILE_TOKENS tokens × TILE_ROWS rows; each subgroup of 32 threads a block of
 // 32 tokens × 64 rows as 2 × 4 cooperative 16 × 16 × 16 products (f16 in, f32 accumulate),
 // named values rather than arrays (arrays of cooperative matrices were half as fast on NVIDIA).
+//
+// GATED: the gated feed-forward input act(gate·x)·(up·x) in one product. W's rows are the gate
+// and up rows interleaved 16 at a time (dequantize_half.wgsl's `pair_offset`): W rows
+// 32g .. 32g + 15 are gate rows 16g .., rows 32g + 16 .. their up rows, so a subgroup's
+// fragments 0 and 1 (2 and 3) hold a gate fragment and its up fragment; Y row r of the product
+// (params.rows / 2 of them) takes act(gate row r)·(up row r). K is not split.
 #include "step.wgsl"
+#ifdef GATED
+#include "activation.wgsl"
+#endif
 
 struct Params {
     // Rows of this pass: W's rows.
@@ -128,6 +137,33 @@ fn store_fragment(c: coop_mat16x16<f32, C>, inside: bool, y0: u32, token: u32, n
     workgroupBarrier();
 }
 
+#ifdef GATED
+// Writes act(g)·u for fragments g (gate) and u (up) of tokens token .. token + 15, into Y rows
+// row .. row + 15 (rows of the gated output), through the subgroup's slot of `fragments`,
+// with barriers for the whole workgroup.
+fn store_gated(g: coop_mat16x16<f32, C>, u: coop_mat16x16<f32, C>, token: u32, n_tokens: u32, row: u32, subgroup: u32, lane: u32) {
+    let slot = subgroup * FRAGMENT * FRAGMENT;
+    coopStoreT(g, &fragments[slot], FRAGMENT);
+    workgroupBarrier();
+    // Each lane's 8 gate values, lane + 32j of the fragment, as two vectors.
+    let gates0 = vec4<f32>(fragments[slot + lane], fragments[slot + lane + 32u], fragments[slot + lane + 64u], fragments[slot + lane + 96u]);
+    let gates1 = vec4<f32>(fragments[slot + lane + 128u], fragments[slot + lane + 160u], fragments[slot + lane + 192u], fragments[slot + lane + 224u]);
+    workgroupBarrier();
+    coopStoreT(u, &fragments[slot], FRAGMENT);
+    workgroupBarrier();
+    for (var j = 0u; j < 8u; j++) {
+        let i = lane + 32u * j;
+        let t = token + i / FRAGMENT;
+        let r = row + i % FRAGMENT;
+        let gate = select(gates0[j & 3u], gates1[j & 3u], j >= 4u);
+        if (t < n_tokens && r < params.rows / 2u) {
+            y[t * params.out_stride + params.first_row + r] = activation(gate) * fragments[slot + i];
+        }
+    }
+    workgroupBarrier();
+}
+#endif
+
 fn product_tile(split: u32, row0: u32, token0: u32, n_tokens: u32, k_first: u32, k_end: u32, lid: u32, subgroup: u32, lane: u32) {
     let k_len = params.row_len;
     let w_first = row0 * k_len / 8u;
@@ -176,10 +212,17 @@ fn product_tile(split: u32, row0: u32, token0: u32, n_tokens: u32, k_first: u32,
         }
         workgroupBarrier();
     }
-    let inside = token0 + TILE_TOKENS <= n_tokens && row0 + TILE_ROWS <= params.rows;
     let token = token0 + token_base;
     let token1 = token + FRAGMENT;
     let row = row0 + row_base;
+#ifdef GATED
+    let gated_row = row / 2u;
+    store_gated(c00, c01, token, n_tokens, gated_row, subgroup, lane);
+    store_gated(c02, c03, token, n_tokens, gated_row + FRAGMENT, subgroup, lane);
+    store_gated(c10, c11, token1, n_tokens, gated_row, subgroup, lane);
+    store_gated(c12, c13, token1, n_tokens, gated_row + FRAGMENT, subgroup, lane);
+#else
+    let inside = token0 + TILE_TOKENS <= n_tokens && row0 + TILE_ROWS <= params.rows;
     let y0 = split * params.split_stride;
     store_fragment(c00, inside, y0, token, n_tokens, row, subgroup, lane);
     store_fragment(c01, inside, y0, token, n_tokens, row + FRAGMENT, subgroup, lane);
@@ -189,6 +232,7 @@ fn product_tile(split: u32, row0: u32, token0: u32, n_tokens: u32, k_first: u32,
     store_fragment(c11, inside, y0, token1, n_tokens, row + FRAGMENT, subgroup, lane);
     store_fragment(c12, inside, y0, token1, n_tokens, row + 2u * FRAGMENT, subgroup, lane);
     store_fragment(c13, inside, y0, token1, n_tokens, row + 3u * FRAGMENT, subgroup, lane);
+#endif
 }
 
 @compute @workgroup_size(WG)

@@ -25,11 +25,11 @@ use doppler_engine::{
         embedding::{record_embedding, ScaledTable},
         fused_norm::{record_residual_norm, ResidualNorms, ResidualRows},
         matmul::{
-            record_gated_matvec, record_matmul, record_matmul_rows, record_matvec, record_matvec_of,
-            record_quantize_q8, record_stacked_matvec, takes_q8_input, MatrixRows, MatvecInput, NormedInput,
-            ProductOutput, Q8Vector, ResidualStream, SUPPORTED_TYPES,
+            record_gated_matmul, record_gated_matvec, record_matmul, record_matmul_rows, record_matvec,
+            record_matvec_of, record_quantize_q8, record_stacked_matvec, takes_q8_input, MatrixRows,
+            MatvecInput, NormedInput, PartProduct, ProductOutput, Q8Vector, ResidualStream, SUPPORTED_TYPES,
         },
-        matmul_half::{HalfOperands, HalfShape, MIN_TOKENS as HALF_MIN_TOKENS},
+        matmul_half::{record_dequantize_half, HalfOperands, HalfShape, MIN_TOKENS as HALF_MIN_TOKENS},
     },
     quant::{dequantize_row, random_quantized},
 };
@@ -237,6 +237,41 @@ fn half_matmul_matches_reference_for_every_type() {
         println!("f16 matmul {:5}: worst error / Σ|w·x| = {worst:.2e}", ty.name());
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The f16 products' dequantization on its own (it needs no tensor cores, so lavapipe runs it)
+/// for every weight type, over a whole chunk and over rows from inside a later one (Q6_K's
+/// 210-byte rows then start at every even offset). Each value is the CPU reference rounded to f16: within
+/// 2^-11 of itself, plus what computing it in another order in f32 moves it (1e-6 absolute).
+#[test]
+fn dequantize_half_matches_reference_for_every_type() {
+    let ctx = gpu(GpuOptions::default());
+    for ty in SUPPORTED_TYPES {
+        for row_len in row_lens(ty) {
+            let m = TestMatrix::random(ty, row_len, 23, row_len as u64 + 7);
+            let w = m.upload_chunked(&ctx, 10);
+            for rows in [0..10, 13..20] {
+                let label = format!("f16 dequantization {} {row_len} rows {rows:?}", ty.name());
+                let words = rows.len() * row_len / 2;
+                let out = GpuTensor::zeroed(&ctx, "f16 rows", 1, words as u32, Element::U32);
+                let mut ops = OpList::new();
+                let part = MatrixRows { matrix: &w, rows: rows.start as u32..rows.end as u32 };
+                record_dequantize_half(&ctx, &mut ops, &label, part, &out).unwrap();
+                run(&ctx, &ops, 1);
+                let bits = read_tensor(&ctx, &out);
+                let actual = bits.iter().flat_map(|v| {
+                    let word = v.to_bits();
+                    [half::f16::from_bits(word as u16), half::f16::from_bits((word >> 16) as u16)]
+                });
+                let expected = &m.dequantized[rows.start * row_len..rows.end * row_len];
+                for (i, (a, &e)) in actual.zip(expected).enumerate() {
+                    let error = (f64::from(a.to_f32()) - f64::from(e)).abs();
+                    let bound = f64::from(e).abs() * 2f64.powi(-11) + 1e-6;
+                    assert!(error <= bound, "{label}: value {i} is {a}, expected {e}");
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -498,35 +533,81 @@ fn gated_matvec_every_shape(ctx: &GpuContext) {
                 kind,
                 &parts,
                 &x,
-                &output,
+                (&output, 1, RELATIVE_TOLERANCE),
             );
         }
     }
 }
 
-/// Checks `act(G·x) · U·x` of gate and up `parts` in `output`, and nothing written past it.
+/// Checks `act(G·x) · U·x` of gate and up `parts` in `output` for `tokens` rows of `x`, each
+/// product within `relative` of its magnitude, and nothing written past them.
 fn check_gated(
     ctx: &GpuContext,
     label: &str,
     kind: Activation,
     parts: &[TestMatrix],
     x: &[f32],
-    output: &GpuTensor,
+    (output, tokens, relative): (&GpuTensor, usize, f64),
 ) {
-    let rows = parts[0].rows;
+    let (rows, row_len) = (parts[0].rows, parts[0].row_len);
     let actual = read_tensor(ctx, output);
-    assert!(actual[rows..].iter().all(|&v| v == -1.0), "{label}: written past the first row");
-    for (r, &got) in actual[..rows].iter().enumerate() {
+    assert!(actual[tokens * rows..].iter().all(|&v| v == -1.0), "{label}: written past token {tokens}");
+    for (i, &got) in actual[..tokens * rows].iter().enumerate() {
+        let (t, r) = (i / rows, i % rows);
+        let x = &x[t * row_len..(t + 1) * row_len];
         let ((g, g_magnitude), (u, u_magnitude)) = (parts[0].dot(r, x), parts[1].dot(r, x));
         let expected = activation(kind, g) * u;
         // The two sums' tolerances carried through act(g)·u, plus f32 rounding of it.
-        let tolerance_g = RELATIVE_TOLERANCE * g_magnitude + ABSOLUTE_TOLERANCE;
-        let tolerance_u = RELATIVE_TOLERANCE * u_magnitude + ABSOLUTE_TOLERANCE;
+        let tolerance_g = relative * g_magnitude + ABSOLUTE_TOLERANCE;
+        let tolerance_u = relative * u_magnitude + ABSOLUTE_TOLERANCE;
         let tolerance = ACTIVATION_MAX_SLOPE * tolerance_g * (u.abs() + tolerance_u)
             + activation(kind, g).abs() * tolerance_u
             + 1e-6 * expected.abs();
         let got = f64::from(got);
-        assert!((got - expected).abs() <= tolerance, "{label} row {r}: got {got}, expected {expected}");
+        assert!(
+            (got - expected).abs() <= tolerance,
+            "{label} token {t} row {r}: got {got}, expected {expected}"
+        );
+    }
+}
+
+/// Prefill's gated feed-forward input (`record_gated_matmul`): two products and the
+/// activation in steps under HALF_MIN_TOKENS and everywhere on lavapipe; on adapters with
+/// cooperative matrices, from HALF_MIN_TOKENS on, one product that applies the activation as it
+/// stores, over slices of 128 gate rows and a last one of 16.
+#[test]
+fn gated_matmul_matches_reference() {
+    let ctx = gpu(GpuOptions::default());
+    let max_tokens = HALF_MIN_TOKENS + 37;
+    let rows = 272;
+    for kind in [Activation::GeluTanh, Activation::Silu] {
+        for (ty, row_len) in [(GgmlType::Q4_K, 512), (GgmlType::Q6_K, 256), (GgmlType::Q8_0, 640)] {
+            let (parts, stacked) = stack(&ctx, ty, row_len, &[rows, rows], 41);
+            let shape =
+                HalfShape { max_row_len: row_len as u32, max_matrix_values: (2 * rows * row_len) as u64 };
+            let operands = HalfOperands::with_slice_bytes(&ctx, max_tokens, shape, 256 * row_len as u64 * 2);
+            // Scaled so the gate sums reach the activations' curved range and beyond.
+            let x: Vec<f32> = values(max_tokens as usize * row_len, 23).iter().map(|v| v * 0.2).collect();
+            let input = f32_tensor(&ctx, row_len, &x);
+            for n in [5, HALF_MIN_TOKENS, max_tokens] {
+                let gate = f32_tensor(&ctx, rows, &vec![-1.0; max_tokens as usize * rows]);
+                let up = f32_tensor(&ctx, rows, &vec![0.0; max_tokens as usize * rows]);
+                let products = [(0, &gate), (1, &up)].map(|(index, output)| PartProduct {
+                    label: format!("part{index}"),
+                    part: MatrixRows { matrix: &stacked.matrix, rows: stacked.part_rows(index) },
+                    output: ProductOutput { output, split_scratch: None, half_operands: Some(&operands) },
+                });
+                let step = step_buffer(&ctx, 0, n);
+                let mut ops = OpList::new();
+                record_gated_matmul(&ctx, &mut ops, "act", &products, &input, kind, &step).unwrap();
+                run(&ctx, &ops, n);
+                let fused = ctx.caps.cooperative_matrix && n >= HALF_MIN_TOKENS;
+                let relative =
+                    if fused { COOPERATIVE_MATRIX_RELATIVE_TOLERANCE } else { matmul_tolerance(&ctx) };
+                let label = format!("gated matmul {kind:?} {} {rows}x{row_len} n={n}", ty.name());
+                check_gated(&ctx, &label, kind, &parts, &x, (&gate, n as usize, relative));
+            }
+        }
     }
 }
 
@@ -628,7 +709,14 @@ fn q8_input_matvec_every_shape(ctx: &GpuContext) {
         .unwrap();
         run(ctx, &ops, 1);
         let label = format!("q8 gated {} {rows}x{row_len} (subgroups: {})", ty.name(), ctx.caps.subgroups);
-        check_gated(ctx, &label, Activation::Silu, &parts, &dequantized_q8(&x), &output);
+        check_gated(
+            ctx,
+            &label,
+            Activation::Silu,
+            &parts,
+            &dequantized_q8(&x),
+            (&output, 1, RELATIVE_TOLERANCE),
+        );
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
@@ -841,7 +929,14 @@ fn normed_matvec_every_case(ctx: &GpuContext) {
         )
         .unwrap();
         run(ctx, &ops, 1);
-        check_gated(ctx, &label, Activation::GeluTanh, &parts, &normed.input, &output);
+        check_gated(
+            ctx,
+            &label,
+            Activation::GeluTanh,
+            &parts,
+            &normed.input,
+            (&output, 1, RELATIVE_TOLERANCE),
+        );
         normed.check_stream(ctx, &label, case);
     }
 }

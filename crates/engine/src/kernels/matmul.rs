@@ -9,9 +9,12 @@ use std::ops::Range;
 
 use super::{
     check_same_rows, check_width,
-    elementwise::{record_sum_slices, Activation, KSlices},
+    elementwise::{record_gated_activation, record_sum_slices, Activation, KSlices},
     make_dispatch,
-    matmul_half::{record_half_matmul, runs_on, HalfOperands, MIN_TOKENS as HALF_MIN_TOKENS},
+    matmul_half::{
+        fuses_gated, record_half_gated, record_half_matmul, runs_on, HalfOperands,
+        MIN_TOKENS as HALF_MIN_TOKENS,
+    },
     KernelError,
 };
 use crate::{
@@ -725,6 +728,14 @@ pub struct ProductOutput<'a> {
     pub half_operands: Option<&'a HalfOperands>,
 }
 
+/// One of the products `record_matmul_parts` records.
+#[derive(Clone)]
+pub struct PartProduct<'a> {
+    pub label: String,
+    pub part: MatrixRows<'a>,
+    pub output: ProductOutput<'a>,
+}
+
 /// As `record_matmul` over rows `part.rows` of the matrix only: Y rows of `part.rows.len()`.
 pub fn record_matmul_rows(
     ctx: &GpuContext,
@@ -735,22 +746,95 @@ pub fn record_matmul_rows(
     output: ProductOutput,
     step: &StepBuffer,
 ) -> Result<(), KernelError> {
+    record_matmul_parts(ctx, ops, &[PartProduct { label: label.to_string(), part, output }], input, step)
+}
+
+/// `record_matmul_rows` for each of `products`, all of one input (the parts of stacked
+/// matrices): where they take the f16 products, the input is converted once for all of them.
+pub fn record_matmul_parts(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    products: &[PartProduct],
+    input: &GpuTensor,
+    step: &StepBuffer,
+) -> Result<(), KernelError> {
+    let half_operands: Option<Vec<&HalfOperands>> = products
+        .iter()
+        .map(|p| p.output.half_operands.filter(|o| runs_on(&ctx.caps) && o.serve(p.part.matrix.row_len)))
+        .collect();
+    let mut tiled = OpList::new();
+    for product in products {
+        record_tiled_product(ctx, &mut tiled, product, input, step)?;
+    }
+    match half_operands.as_deref() {
+        Some([operands, ..]) => {
+            ops.extend(tiled.in_steps_of(0..HALF_MIN_TOKENS));
+            let mut half = OpList::new();
+            record_half_matmul(ctx, &mut half, products, input, operands, step)?;
+            ops.extend(half.in_steps_of(HALF_MIN_TOKENS..u32::MAX));
+        }
+        _ => ops.extend(tiled),
+    }
+    Ok(())
+}
+
+/// Prefill's gated feed-forward input `gate.output = act(gate · input) · (up · input)`, `up`'s
+/// output holding up · input on the way: where the products run on f16 operands, in one
+/// product that applies the activation as it stores (`matmul_half::record_half_gated`), else
+/// two products and the activation (`label`).
+pub fn record_gated_matmul(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    [gate, up]: &[PartProduct; 2],
+    input: &GpuTensor,
+    activation: Activation,
+    step: &StepBuffer,
+) -> Result<(), KernelError> {
+    let (gate_out, up_out) = (gate.output.output, up.output.output);
+    let fused =
+        gate.output.half_operands.filter(|operands| runs_on(&ctx.caps) && fuses_gated(gate, up, operands));
+    let Some(operands) = fused else {
+        record_matmul_parts(ctx, ops, &[gate.clone(), up.clone()], input, step)?;
+        return record_gated_activation(ctx, ops, label, gate_out, up_out, step, activation);
+    };
+    let tiled = [gate, up]
+        .map(|p| PartProduct { output: ProductOutput { half_operands: None, ..p.output }, ..p.clone() });
+    let mut unfused = OpList::new();
+    record_matmul_parts(ctx, &mut unfused, &tiled, input, step)?;
+    record_gated_activation(ctx, &mut unfused, label, gate_out, up_out, step, activation)?;
+    ops.extend(unfused.in_steps_of(0..HALF_MIN_TOKENS));
+    let mut half = OpList::new();
+    let fused_label = joined_label(&[&gate.label, &up.label, label]);
+    record_half_gated(ctx, &mut half, &fused_label, (gate, up), input, activation, operands, step)?;
+    ops.extend(half.in_steps_of(HALF_MIN_TOKENS..u32::MAX));
+    Ok(())
+}
+
+/// Dispatch labels joined by `+`, the layer prefix of the first (`blk.3.`) dropped from the
+/// others: `blk.3.ffn_gate+ffn_up`, grouped per layer by the profiler like one label.
+pub fn joined_label(labels: &[&str]) -> String {
+    let Some(first) = labels.first() else {
+        return String::new();
+    };
+    let prefix = first.rfind('.').map_or("", |dot| &first[..=dot]);
+    let rest = labels[1..].iter().map(|label| label.strip_prefix(prefix).unwrap_or(label));
+    std::iter::once(*first).chain(rest).collect::<Vec<_>>().join("+")
+}
+
+/// One product of `record_matmul_parts` on the tiled kernel.
+fn record_tiled_product(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    product: &PartProduct,
+    input: &GpuTensor,
+    step: &StepBuffer,
+) -> Result<(), KernelError> {
     const KERNEL: &str = "matmul";
     let tile = tile_shape(&ctx.caps);
-    let half_operands =
-        output.half_operands.filter(|operands| runs_on(&ctx.caps) && operands.serve(part.matrix.row_len));
-    if let Some(operands) = half_operands {
-        let mut tiled = OpList::new();
-        let output = ProductOutput { half_operands: None, ..output };
-        record_matmul_rows(ctx, &mut tiled, label, part.clone(), input, output, step)?;
-        ops.extend(tiled.in_steps_of(0..HALF_MIN_TOKENS));
-        let mut half = OpList::new();
-        record_half_matmul(ctx, &mut half, label, part, input, (output, operands), step)?;
-        ops.extend(half.in_steps_of(HALF_MIN_TOKENS..u32::MAX));
-        return Ok(());
-    }
-    let MatrixRows { matrix: w, rows } = part;
-    let ProductOutput { output, split_scratch: scratch, .. } = output;
+    let PartProduct { label, part: MatrixRows { matrix: w, rows }, output } = product;
+    let rows = rows.clone();
+    let ProductOutput { output, split_scratch: scratch, .. } = *output;
     if rows.is_empty() || rows.end > w.rows {
         return Err(KernelError::InvalidShape {
             kernel: KERNEL,

@@ -1,24 +1,30 @@
 //! Prefill products on the tensor cores from f16 operands: the weight rows are dequantized to
-//! f16 a slice at a time (`dequantize_half.wgsl`), the step's activations converted once per
-//! product (`convert_half.wgsl`), and `matmul_half.wgsl` multiplies them, staging 16-byte
+//! f16 a slice at a time (`dequantize_half.wgsl`), the step's activations converted once for
+//! the products of one input (`convert_half.wgsl`), and `matmul_half.wgsl` multiplies them
+//! (the gated feed-forward input's gate and up in one product), staging 16-byte
 //! loads through shared memory. The tiled kernel (`matmul_tiled.wgsl`) decodes every weight
 //! once per tile of tokens into shared memory, which held it far below the tensor cores'
 //! rate; here each weight is decoded once per step and the product is left nothing but loads
 //! and multiplies. The dequantization costs about a weight read and an f16 write and read,
 //! which a large step amortizes: steps of fewer than `MIN_TOKENS` tokens take the tiled kernel.
 
+use std::ops::Range;
+
 use bytemuck::{Pod, Zeroable};
 
 use super::{
     check_width,
-    elementwise::{record_sum_slices, KSlices},
+    elementwise::{record_sum_slices, Activation, KSlices},
     make_dispatch,
-    matmul::{chunk_label, k_splits, weight_type_define, MatrixRows, ProductOutput, TileShape},
+    matmul::{
+        chunk_label, joined_label, k_splits, weight_type_define, MatrixRows, PartProduct, ProductOutput,
+        TileShape,
+    },
     KernelError,
 };
 use crate::gpu::{
-    grid, Define, Element, GpuCapabilities, GpuContext, GpuTensor, OpList, StepBuffer, WeightBytes,
-    Workgroups,
+    grid, Define, Dispatch, Element, GpuCapabilities, GpuContext, GpuMatrix, GpuTensor, MatrixChunk, OpList,
+    StepBuffer, WeightBytes, Workgroups,
 };
 
 /// Fewest tokens of a step for which these products beat the tiled kernel's. Measured on an
@@ -43,9 +49,11 @@ const _: () = assert!(TILE_ROWS == TILE_TOKENS && (TILE_ROWS * TILE_K / 8).is_mu
 /// less per SM), slices of larger ones.
 const MAX_WEIGHT_SLICE_BYTES: u64 = 256 << 20;
 
-/// The product splits K until a full batch launches about this many workgroups (H200, pp512:
-/// 256 beat 512 by 2-15% and matched 128).
-const TARGET_WORKGROUPS: u32 = 256;
+/// The product splits K until a full batch launches about this many workgroups, about one per
+/// SM of an H100 or H200: there 256 beat 512 by 2-15%, and once the conversions were cheaper
+/// 128 beat 256 (pp512: Llama 8B +4-8%, Llama 1B and Qwen2.5 7B +1-2%; the sums of the splits
+/// cost more than the workgroups they add win).
+const TARGET_WORKGROUPS: u32 = 128;
 
 /// Shared memory of a workgroup: both tiles (rows padded by 8 values) and one f32 16 × 16
 /// fragment per subgroup.
@@ -60,6 +68,8 @@ pub fn runs_on(caps: &GpuCapabilities) -> bool {
 
 /// Threads per workgroup of the dequantization and conversion kernels.
 const CONVERT_THREADS: u32 = 256;
+/// Values each thread of the dequantization writes (dequantize_half.wgsl).
+const DEQUANTIZED_PER_THREAD: u32 = 8;
 
 /// The shapes the f16 operands must serve: the widest input row of the products, and the
 /// values of their largest weight matrix.
@@ -148,6 +158,8 @@ struct DequantizeParams {
     row_len: u32,
     row_bytes: u32,
     weight_row0: u32,
+    pair_offset: u32,
+    _pad: [u32; 3],
 }
 
 #[repr(C)]
@@ -175,7 +187,7 @@ struct ProductParams {
 #[cfg(test)]
 #[test]
 fn params_match_wgsl() {
-    super::wgsl_layout::assert_wgsl_layout!(DequantizeParams, "dequantize_half.wgsl", "Params", { rows: u32, row_len: u32, row_bytes: u32, weight_row0: u32 });
+    super::wgsl_layout::assert_wgsl_layout!(DequantizeParams, "dequantize_half.wgsl", "Params", { rows: u32, row_len: u32, row_bytes: u32, weight_row0: u32, pair_offset: u32 });
     super::wgsl_layout::assert_wgsl_layout!(ConvertParams, "convert_half.wgsl", "Params", { row_len: u32, max_tokens: u32 });
     super::wgsl_layout::assert_wgsl_layout!(ProductParams, "matmul_half.wgsl", "Params", { rows: u32, row_len: u32, out_stride: u32, first_row: u32, row_tiles: u32, max_tokens: u32, splits: u32, split_len: u32, split_stride: u32 });
 }
@@ -191,28 +203,179 @@ fn product_defines() -> [Define; 6] {
     ]
 }
 
-/// Records `output.output = part · input`: `input` converted to f16, then for each slice of
-/// the part's rows a dequantization and a product, K split over `output.split_scratch` where
-/// the rows launch too few workgroups.
+/// Records each of `products` (`output.output = part · input`, all of one input): `input`
+/// converted to f16 once, then for each slice of each part's rows a dequantization and a
+/// product, K split over `output.split_scratch` where the rows launch too few workgroups.
 pub fn record_half_matmul(
     ctx: &GpuContext,
     ops: &mut OpList,
-    label: &str,
-    part: MatrixRows,
+    products: &[PartProduct],
     input: &GpuTensor,
-    (output, operands): (ProductOutput, &HalfOperands),
+    operands: &HalfOperands,
     step: &StepBuffer,
 ) -> Result<(), KernelError> {
-    let ProductOutput { output, split_scratch: scratch, .. } = output;
-    const KERNEL: &str = "f16 matmul";
-    let MatrixRows { matrix: w, rows } = part;
+    let Some(first) = products.first() else {
+        return Ok(());
+    };
+    let row_len = first.part.matrix.row_len;
+    check_width(KERNEL, "input", input, row_len)?;
+    if !operands.serve(row_len) {
+        return Err(KernelError::InvalidShape {
+            kernel: KERNEL,
+            message: format!("'{}': rows of {row_len} values", first.part.matrix.name),
+        });
+    }
+    let max_tokens = products.iter().map(|p| p.output.output.rows()).max().unwrap_or(0).min(input.rows());
+    let labels: Vec<&str> = products.iter().map(|p| p.label.as_str()).collect();
+    ops.push(convert_dispatch(ctx, &joined_label(&labels), input, operands, max_tokens, step)?);
+    for product in products {
+        record_product(ctx, ops, product, input, operands, step)?;
+    }
+    Ok(())
+}
+
+const KERNEL: &str = "f16 matmul";
+
+/// The conversion of the step's rows of `input` (up to `max_tokens`) to f16 into `operands`.
+fn convert_dispatch(
+    ctx: &GpuContext,
+    label: &str,
+    input: &GpuTensor,
+    operands: &HalfOperands,
+    max_tokens: u32,
+    step: &StepBuffer,
+) -> Result<Dispatch, KernelError> {
+    let row_len = input.width();
+    let quads_per_token = row_len / 4;
+    let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
+    let params = ctx.uniform_buffer(label, &ConvertParams { row_len, max_tokens });
+    make_dispatch(
+        ctx,
+        &format!("{label} f16 input"),
+        "convert_half.wgsl",
+        "main",
+        &[Define::u32("WG", CONVERT_THREADS)],
+        &[input.buffer(), operands.input.buffer(), step.buffer(), &params],
+        Workgroups::PerStep(Box::new(move |n_tokens| {
+            grid((n_tokens.min(max_tokens) * quads_per_token).div_ceil(CONVERT_THREADS), max_per_dimension)
+        })),
+    )
+}
+
+/// Whether `record_half_gated` can fuse `gate` and `up`: rows of one chunk of one matrix, as
+/// many of each, in whole groups of 16, and operands that serve their rows.
+pub fn fuses_gated(gate: &PartProduct, up: &PartProduct, operands: &HalfOperands) -> bool {
+    let (w, gate_rows, up_rows) = (gate.part.matrix, &gate.part.rows, &up.part.rows);
+    std::ptr::eq(w, up.part.matrix)
+        && w.chunks.len() == 1
+        && gate_rows.len() == up_rows.len()
+        && gate_rows.len().is_multiple_of(16)
+        && gate_rows.end <= up_rows.start
+        && up_rows.end <= w.rows
+        && operands.serve(w.row_len)
+        && operands.slice_rows(w.row_len) >= 2 * TILE_ROWS
+}
+
+/// Records the gated feed-forward input `gate.output = act(gate · input) · (up · input)` in
+/// one product a slice (matmul_half.wgsl's GATED) where `fuses_gated` says it can: `input`
+/// converted to f16, then for each slice of gate rows the slice and its up rows dequantized
+/// interleaved and multiplied; K is not split (the stacked rows fill the GPU).
+#[allow(clippy::too_many_arguments)]
+pub fn record_half_gated(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    (gate, up): (&PartProduct, &PartProduct),
+    input: &GpuTensor,
+    activation: Activation,
+    operands: &HalfOperands,
+    step: &StepBuffer,
+) -> Result<(), KernelError> {
+    let w = gate.part.matrix;
+    let output = gate.output.output;
+    let n = gate.part.rows.len() as u32;
+    if !fuses_gated(gate, up, operands) {
+        return Err(KernelError::InvalidShape {
+            kernel: KERNEL,
+            message: format!("'{}': rows {:?} and {:?} do not fuse", w.name, gate.part.rows, up.part.rows),
+        });
+    }
+    check_width(KERNEL, "input", input, w.row_len)?;
+    check_width(KERNEL, "output", output, n)?;
+    let max_tokens = input.rows().min(output.rows());
+    ops.push(convert_dispatch(
+        ctx,
+        &joined_label(&[&gate.label, &up.label]),
+        input,
+        operands,
+        max_tokens,
+        step,
+    )?);
+    let mut defines = product_defines().to_vec();
+    defines.push(Define::flag("GATED"));
+    if activation == Activation::GeluTanh {
+        defines.push(Define::flag("GELU_TANH"));
+    }
+    let chunk = &w.chunks[0];
+    let pair_offset = up.part.rows.start - gate.part.rows.start;
+    let slice_rows = operands.slice_rows(w.row_len) / 2;
+    let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
+    for slice_start in (0..n).step_by(slice_rows as usize) {
+        let slice_len = slice_rows.min(n - slice_start);
+        let first = gate.part.rows.start + slice_start - chunk.first_row;
+        let slice = (chunk, first..first + slice_len);
+        let weights_label = format!("{label} f16 weights");
+        ops.push(dequantize_pairs_dispatch(ctx, &weights_label, w, slice, pair_offset, &operands.weights)?);
+        let row_tiles = (2 * slice_len).div_ceil(TILE_ROWS);
+        let params = ctx.uniform_buffer(
+            label,
+            &ProductParams {
+                rows: 2 * slice_len,
+                row_len: w.row_len,
+                out_stride: n,
+                first_row: slice_start,
+                row_tiles,
+                max_tokens,
+                splits: 1,
+                split_len: w.row_len,
+                split_stride: 0,
+                _pad: [0; 3],
+            },
+        );
+        ops.push(make_dispatch(
+            ctx,
+            label,
+            "matmul_half.wgsl",
+            "main",
+            &defines,
+            &[operands.weights.buffer(), operands.input.buffer(), output.buffer(), step.buffer(), &params],
+            Workgroups::PerStep(Box::new(move |n_tokens| {
+                grid(row_tiles * n_tokens.min(max_tokens).div_ceil(TILE_TOKENS), max_per_dimension)
+            })),
+        )?);
+    }
+    Ok(())
+}
+
+/// One product of `record_half_matmul` on its converted input.
+fn record_product(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    product: &PartProduct,
+    input: &GpuTensor,
+    operands: &HalfOperands,
+    step: &StepBuffer,
+) -> Result<(), KernelError> {
+    let PartProduct { label, part: MatrixRows { matrix: w, rows }, output } = product;
+    let ProductOutput { output, split_scratch: scratch, .. } = *output;
+    let rows = rows.clone();
     if !operands.serve(w.row_len) || rows.is_empty() || rows.end > w.rows {
         return Err(KernelError::InvalidShape {
             kernel: KERNEL,
             message: format!("'{}': rows {rows:?} of {} values", w.name, w.row_len),
         });
     }
-    let weight_type = weight_type_define(KERNEL, w)?;
+    weight_type_define(KERNEL, w)?;
     let out_stride = rows.len() as u32;
     check_width(KERNEL, "input", input, w.row_len)?;
     check_width(KERNEL, "output", output, out_stride)?;
@@ -226,22 +389,7 @@ pub fn record_half_matmul(
         _ => (output, 0),
     };
 
-    let quads_per_token = w.row_len / 4;
-    let convert_params = ctx.uniform_buffer(label, &ConvertParams { row_len: w.row_len, max_tokens });
-    ops.push(make_dispatch(
-        ctx,
-        &format!("{label} f16 input"),
-        "convert_half.wgsl",
-        "main",
-        &[Define::u32("WG", CONVERT_THREADS)],
-        &[input.buffer(), operands.input.buffer(), step.buffer(), &convert_params],
-        Workgroups::PerStep(Box::new(move |n_tokens| {
-            grid((n_tokens.min(max_tokens) * quads_per_token).div_ceil(CONVERT_THREADS), max_per_dimension)
-        })),
-    )?);
-
     let slice_rows = operands.slice_rows(w.row_len);
-    let dequantize_defines = [weight_type, Define::u32("WG", CONVERT_THREADS)];
     let product_defines = product_defines();
     for (index, chunk) in w.chunks.iter().enumerate() {
         // The chunk's rows that are in `rows`, as offsets within the chunk.
@@ -251,28 +399,14 @@ pub fn record_half_matmul(
         for slice_start in (first..end).step_by(slice_rows as usize) {
             let slice_len = slice_rows.min(end - slice_start);
             let slice_label = format!("{chunk_label} [rows {slice_start}..]");
-            let dequantize_params = ctx.uniform_buffer(
-                &slice_label,
-                &DequantizeParams {
-                    rows: slice_len,
-                    row_len: w.row_len,
-                    row_bytes: w.row_bytes as u32,
-                    weight_row0: slice_start,
-                },
-            );
-            let quads = slice_len * quads_per_token;
-            ops.push(
-                make_dispatch(
-                    ctx,
-                    &format!("{chunk_label} f16 weights"),
-                    "dequantize_half.wgsl",
-                    "main",
-                    &dequantize_defines,
-                    &[&chunk.buffer, operands.weights.buffer(), &dequantize_params],
-                    Workgroups::Fixed(grid(quads.div_ceil(CONVERT_THREADS), max_per_dimension)),
-                )?
-                .reading(WeightBytes::Fixed(u64::from(slice_len) * w.row_bytes)),
-            );
+            let slice = (chunk, slice_start..slice_start + slice_len);
+            ops.push(dequantize_dispatch(
+                ctx,
+                &format!("{chunk_label} f16 weights"),
+                w,
+                slice,
+                &operands.weights,
+            )?);
             let row_tiles = slice_len.div_ceil(TILE_ROWS);
             let product_params = ctx.uniform_buffer(
                 &slice_label,
@@ -318,6 +452,85 @@ pub fn record_half_matmul(
     Ok(())
 }
 
+/// Records `out = W[rows]` as f16, row-major, for `rows` of `w` that lie in one of its chunks:
+/// the dequantization the f16 products run before each slice of weights.
+pub fn record_dequantize_half(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    part: MatrixRows,
+    out: &GpuTensor,
+) -> Result<(), KernelError> {
+    let MatrixRows { matrix: w, rows } = part;
+    let chunk =
+        w.chunks.iter().find(|chunk| (chunk.first_row..chunk.first_row + chunk.rows).contains(&rows.start));
+    let Some(chunk) = chunk.filter(|chunk| !rows.is_empty() && rows.end <= chunk.first_row + chunk.rows)
+    else {
+        return Err(KernelError::InvalidShape {
+            kernel: "f16 dequantization",
+            message: format!("'{}': rows {rows:?} do not lie in one chunk", w.name),
+        });
+    };
+    if out.size_bytes() < rows.len() as u64 * u64::from(w.row_len) * 2 {
+        return Err(KernelError::InvalidShape {
+            kernel: "f16 dequantization",
+            message: format!("'{}': {} holds fewer than {} rows", w.name, out.describe(), rows.len()),
+        });
+    }
+    let in_chunk = rows.start - chunk.first_row..rows.end - chunk.first_row;
+    ops.push(dequantize_dispatch(ctx, label, w, (chunk, in_chunk), out)?);
+    Ok(())
+}
+
+/// The dequantization of rows `slice.1` of chunk `slice.0` of `w` into `out` as f16, 8
+/// values a thread.
+fn dequantize_dispatch(
+    ctx: &GpuContext,
+    label: &str,
+    w: &GpuMatrix,
+    (chunk, rows): (&MatrixChunk, Range<u32>),
+    out: &GpuTensor,
+) -> Result<Dispatch, KernelError> {
+    dequantize_pairs_dispatch(ctx, label, w, (chunk, rows), 0, out)
+}
+
+/// As `dequantize_dispatch`, with rows `rows` each followed 16 at a time by the same rows
+/// `pair_offset` further where that is not 0 (2 · rows.len() rows out).
+fn dequantize_pairs_dispatch(
+    ctx: &GpuContext,
+    label: &str,
+    w: &GpuMatrix,
+    (chunk, rows): (&MatrixChunk, Range<u32>),
+    pair_offset: u32,
+    out: &GpuTensor,
+) -> Result<Dispatch, KernelError> {
+    let out_rows = if pair_offset > 0 { 2 * rows.len() as u32 } else { rows.len() as u32 };
+    let defines = [weight_type_define("f16 dequantization", w)?, Define::u32("WG", CONVERT_THREADS)];
+    let params = ctx.uniform_buffer(
+        label,
+        &DequantizeParams {
+            rows: out_rows,
+            row_len: w.row_len,
+            row_bytes: w.row_bytes as u32,
+            weight_row0: rows.start,
+            pair_offset,
+            _pad: [0; 3],
+        },
+    );
+    let threads = out_rows * (w.row_len / DEQUANTIZED_PER_THREAD);
+    let workgroups = grid(threads.div_ceil(CONVERT_THREADS), ctx.caps.max_workgroups_per_dimension);
+    let dispatch = make_dispatch(
+        ctx,
+        label,
+        "dequantize_half.wgsl",
+        "main",
+        &defines,
+        &[&chunk.buffer, out.buffer(), &params],
+        Workgroups::Fixed(workgroups),
+    )?;
+    Ok(dispatch.reading(WeightBytes::Fixed(u64::from(out_rows) * w.row_bytes)))
+}
+
 #[cfg(test)]
 mod translation_tests {
     //! Lavapipe has no cooperative matrices, so the product runs only on adapters that have
@@ -337,6 +550,11 @@ mod translation_tests {
     fn kernels_translate_to_spirv() {
         let module = translate("matmul_half.wgsl", &product_defines());
         assert_eq!(workgroup_bytes(&module, &[]), SHARED_BYTES);
+        for activation in [None, Some(Define::flag("GELU_TANH"))] {
+            let defines: Vec<Define> =
+                product_defines().into_iter().chain([Define::flag("GATED")]).chain(activation).collect();
+            assert_eq!(workgroup_bytes(&translate("matmul_half.wgsl", &defines), &[]), SHARED_BYTES);
+        }
         translate("convert_half.wgsl", &[Define::u32("WG", CONVERT_THREADS)]);
         for ty in SUPPORTED_TYPES {
             translate("dequantize_half.wgsl", &[type_define(ty), Define::u32("WG", CONVERT_THREADS)]);

@@ -14,9 +14,10 @@ use crate::{
         fused_norm::{record_residual_norm, ResidualNorms, ResidualRows},
         fused_qk::{record_qk_rope_store, QkStep, QkvRows},
         matmul::{
-            normed_input_pays, record_gated_matvec, record_matmul_rows, record_matvec_of, record_quantize_q8,
-            record_stacked_matvec, takes_q8_input, MatrixRows, MatvecInput, NormedInput, ProductOutput,
-            Q8Vector, ResidualStream, MAX_K_SPLITS,
+            joined_label, normed_input_pays, record_gated_matmul, record_gated_matvec, record_matmul_parts,
+            record_matmul_rows, record_matvec_of, record_quantize_q8, record_stacked_matvec, takes_q8_input,
+            MatrixRows, MatvecInput, NormedInput, PartProduct, ProductOutput, Q8Vector, ResidualStream,
+            MAX_K_SPLITS,
         },
         matmul_half::{
             runs_on as half_products_run_on, HalfOperands, HalfShape, MIN_TOKENS as HALF_MIN_TOKENS,
@@ -417,6 +418,27 @@ impl<'a> LayerContext<'a> {
         }
     }
 
+    /// The prefill products of every part of `stacks`, part i (counting through the stacks)
+    /// into `outputs[i]`, all of one input.
+    fn prefill_products<'s>(
+        &self,
+        stacks: &'s [StackedMatrix],
+        outputs: &[&'s GpuTensor],
+    ) -> Vec<PartProduct<'s>>
+    where
+        'a: 's,
+    {
+        let parts = stacks.iter().flat_map(|stack| (0..stack.parts.len()).map(move |index| (stack, index)));
+        parts
+            .zip(outputs)
+            .map(|((stack, index), output)| PartProduct {
+                label: part_label(&stack.parts[index].name),
+                part: MatrixRows { matrix: &stack.matrix, rows: stack.part_rows(index) },
+                output: self.acts.product_output(output),
+            })
+            .collect()
+    }
+
     /// `projections`, the decode products of stack i adding `biases[i]` where given.
     fn projections_with_biases(
         &self,
@@ -427,9 +449,18 @@ impl<'a> LayerContext<'a> {
     ) -> Result<(), KernelError> {
         let (ctx, acts) = (self.ctx, self.acts);
         let fused = self.take_fusable_norm(ops, stacks, false)?;
-        // Decode without a fused norm: one input (one quantization) serves every stack.
-        let shared_input = match (self.mode, &fused, stacks.first()) {
-            (ForwardMode::Decode, None, Some(first)) => {
+        if self.mode == ForwardMode::Prefill {
+            return record_matmul_parts(
+                ctx,
+                ops,
+                &self.prefill_products(stacks, outputs),
+                &acts.normed,
+                &acts.step,
+            );
+        }
+        // Without a fused norm one input (one quantization) serves every stack.
+        let input = match (&fused, stacks.first()) {
+            (None, Some(first)) => {
                 Some(self.decode_input(ops, &stack_label(first), &matrices(stacks), &acts.normed)?)
             }
             _ => None,
@@ -438,44 +469,20 @@ impl<'a> LayerContext<'a> {
         for (index, stack) in stacks.iter().enumerate() {
             let stack_outputs: Vec<&GpuTensor> = outputs.by_ref().take(stack.parts.len()).collect();
             let bias = biases.and_then(|biases| biases.get(index));
-            match (self.mode, &fused, shared_input) {
-                (ForwardMode::Decode, Some(norm), _) => {
-                    let label = fused_label(&norm.label, stack);
-                    let mut input = self.normed_input(norm);
-                    // The first stack writes the stream; the others then share no written
-                    // buffer with it, so the GPU may run them without a barrier between.
-                    if index > 0 {
-                        if let Some(residual) = input.residual.as_mut() {
-                            residual.stream_out = None;
-                        }
-                    }
-                    record_stacked_matvec(
-                        ctx,
-                        ops,
-                        &label,
-                        stack,
-                        MatvecInput::Normed(input),
-                        &stack_outputs,
-                        bias,
-                    )?
-                }
-                (ForwardMode::Decode, None, Some(input)) => {
-                    record_stacked_matvec(ctx, ops, &stack_label(stack), stack, input, &stack_outputs, bias)?
-                }
-                _ => {
-                    for (index, output) in stack_outputs.iter().enumerate() {
-                        let label = part_label(&stack.parts[index].name);
-                        record_matmul_rows(
-                            ctx,
-                            ops,
-                            &label,
-                            MatrixRows { matrix: &stack.matrix, rows: stack.part_rows(index) },
-                            &acts.normed,
-                            acts.product_output(output),
-                            &acts.step,
-                        )?;
+            if let Some(norm) = &fused {
+                let label = fused_label(&norm.label, stack);
+                let mut normed = self.normed_input(norm);
+                // The first stack writes the stream; the others then share no written buffer
+                // with it, so the GPU may run them without a barrier between.
+                if index > 0 {
+                    if let Some(residual) = normed.residual.as_mut() {
+                        residual.stream_out = None;
                     }
                 }
+                let input = MatvecInput::Normed(normed);
+                record_stacked_matvec(ctx, ops, &label, stack, input, &stack_outputs, bias)?;
+            } else if let Some(input) = input {
+                record_stacked_matvec(ctx, ops, &stack_label(stack), stack, input, &stack_outputs, bias)?;
             }
         }
         self.consumed(fused);
@@ -514,6 +521,19 @@ impl<'a> LayerContext<'a> {
             )?;
             self.consumed(fused);
             return Ok(());
+        }
+        let products = self.prefill_products(gate_up, &[&acts.gate, &acts.up]);
+        if let (ForwardMode::Prefill, Ok(products)) = (self.mode, <[PartProduct; 2]>::try_from(products)) {
+            self.take_fusable_norm(ops, gate_up, true)?;
+            return record_gated_matmul(
+                self.ctx,
+                ops,
+                label,
+                &products,
+                &acts.normed,
+                activation,
+                &acts.step,
+            );
         }
         self.projections(ops, gate_up, &[&acts.gate, &acts.up])?;
         record_gated_activation(self.ctx, ops, label, &acts.gate, &acts.up, &acts.step, activation)
@@ -704,9 +724,7 @@ fn part_label(tensor: &str) -> String {
 /// The label of a stack's dispatch: `blk.3.attn_q+attn_k+attn_v`.
 fn stack_label(stack: &StackedMatrix) -> String {
     let labels: Vec<String> = stack.parts.iter().map(|part| part_label(&part.name)).collect();
-    let prefix = labels[0].rfind('.').map_or("", |dot| &labels[0][..=dot]);
-    let names: Vec<&str> = labels.iter().map(|label| label.strip_prefix(prefix).unwrap_or(label)).collect();
-    format!("{prefix}{}", names.join("+"))
+    joined_label(&labels.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// The label of a stack's dispatch that folds in a norm: the norm's label (and layer) and the
