@@ -17,7 +17,9 @@
 //   head_partial (PER_HEAD): as split_partial with one workgroup per (query head, key slice),
 //     a tile of WG keys at a time; for the shapes where packs do not pay.
 //   split_combine (MERGE): one workgroup per query head rescales either kernel's slices to the
-//     overall max and normalizes; with Q8_OUT it writes the output in Q8 form as well.
+//     overall max and normalizes; with Q8_OUT it writes the output in Q8 form as well. With
+//     PREFILL it merges the key splits of attention_flash.wgsl instead, a workgroup per (token,
+//     head) row of the step, over the splits the step took (none where it took one).
 // A team's sums go through subgroup shuffles (SUBGROUPS: a team lies within a subgroup) or a
 // tree in shared memory.
 #include "step.wgsl"
@@ -26,10 +28,17 @@ const COLUMNS = HEAD_DIM / 4u;
 const NO_SCORE = -3.0e38;
 
 #ifdef MERGE
-// [n_heads, N_SPLITS, COLUMNS] weighted value sums and [n_heads, N_SPLITS] (max, sum).
+// [rows, N_SPLITS, COLUMNS] weighted value sums and [rows, N_SPLITS] (max, sum), a row per query
+// head (with PREFILL per token and head, and the step's splits for N_SPLITS).
 @group(0) @binding(0) var<storage, read> split_acc: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> split_stats: array<vec2<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
+#ifdef PREFILL
+@group(0) @binding(3) var<storage, read> step: Step;
+@group(0) @binding(4) var<uniform> params: Params;
+#include "attention_params.wgsl"
+#include "flash_splits.wgsl"
+#endif
 
 // Whole groups of COLUMNS threads; where COLUMNS does not divide WG (heads of 96 values: 24
 // columns, 10 groups of 256 threads) the threads past the last group only join the reductions.
@@ -49,35 +58,52 @@ var<workgroup> group_sums: array<vec4<f32>, WG>;
 // Thread (group g, column c) sums slices g, g + GROUPS, … of column c, so no thread walks all
 // slices.
 @compute @workgroup_size(WG)
-fn split_combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn split_combine(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+#ifdef PREFILL
+    let head = wid.x + wid.y * nwg.x;
+    let splits = step_splits();
+    // (Two returns: see attention_flash.wgsl.)
+    if (head >= step.n_tokens * params.n_heads) {
+        return;
+    }
+    if (splits == 1u) {
+        return;
+    }
+#else
     let head = wid.x;
-    let stats_base = head * N_SPLITS;
+    let splits = N_SPLITS;
+#endif
+    let stats_base = head * splits;
     var stats = vec2<f32>(NO_SCORE, 0.0);
-    if (lid < N_SPLITS) {
+    if (lid < splits) {
         stats = split_stats[stats_base + lid];
         weights[lid] = stats.x;
     }
     workgroupBarrier();
     var overall_max = NO_SCORE;
-    for (var s = 0u; s < N_SPLITS; s++) {
+    for (var s = 0u; s < splits; s++) {
         overall_max = max(overall_max, weights[s]);
     }
     workgroupBarrier();
-    if (lid < N_SPLITS) {
+    if (lid < splits) {
         // An empty slice has sum 0: weight 0.
         weights[lid] = select(0.0, exp(stats.x - overall_max), stats.y > 0.0);
         group_sums[lid] = vec4<f32>(stats.y * weights[lid]);
     }
     workgroupBarrier();
     var total = 0.0;
-    for (var s = 0u; s < N_SPLITS; s++) {
+    for (var s = 0u; s < splits; s++) {
         total += group_sums[s].x;
     }
     workgroupBarrier();
     let column = lid % COLUMNS;
     let group = lid / COLUMNS;
     var value = vec4<f32>(0.0);
-    for (var s = group; s < N_SPLITS && group < GROUPS; s += GROUPS) {
+    for (var s = group; s < splits && group < GROUPS; s += GROUPS) {
         // An empty slice leaves its values unwritten.
         if (weights[s] > 0.0) {
             value += split_acc[(stats_base + s) * COLUMNS + column] * weights[s];

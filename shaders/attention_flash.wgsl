@@ -13,10 +13,17 @@
 // the tile before: cooperative loads straight from the cache, one dependent load per product,
 // left the kernel waiting on memory (an H200 ran it at ~15 TFLOPS). HEAD_DIM must be a
 // multiple of SLAB.
+// With KEY_SPLITS a step of few blocks shares out each block's keys among several workgroups
+// (flash_splits.wgsl), each making both passes over its own run of whole tiles: a short step
+// deep in a context would otherwise leave most of a large GPU idle, each workgroup walking
+// every tile. A split leaves its rows' values weighted by exp(score - its max), unnormalized,
+// with that max and the weights' sum, for split_combine (attention_decode.wgsl) to merge; where
+// the step takes one split the kernel writes the output itself.
 // WG = 32 · (BR / 16) · (HEAD_DIM / SLAB).
 #include "step.wgsl"
 #include "half_pack.wgsl"
 #include "attention_params.wgsl"
+#include "flash_splits.wgsl"
 
 // q and out: [n_tokens, n_heads, HEAD_DIM]; caches: [cache_len, n_kv_heads, HEAD_DIM].
 @group(0) @binding(0) var<storage, read> q: array<f32>;
@@ -26,6 +33,13 @@
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> step: Step;
 @group(0) @binding(5) var<uniform> params: Params;
+#ifdef KEY_SPLITS
+// Each split's partials of each (token, head) row: [n_tokens, n_heads, splits, HEAD_DIM] values
+// and [n_tokens, n_heads, splits] (max, sum) for the step's splits, the layout split_combine
+// reads.
+@group(0) @binding(6) var<storage, read_write> split_acc: array<f32>;
+@group(0) @binding(7) var<storage, read_write> split_stats: array<vec2<f32>>;
+#endif
 
 const FRAGMENT = 16u;
 const ROW_BLOCKS = BR / FRAGMENT;
@@ -129,15 +143,30 @@ fn main(
 ) {
     let item = wid.x + wid.y * nwg.x;
     let blocks = (step.n_tokens + BR - 1u) / BR;
-    if (item >= blocks * params.n_heads) {
+    // The workgroups of a block, of which the first `splits` take a share of its keys.
+    let per_block = work_splits();
+    let split = item % per_block;
+    let splits = step_splits();
+    // (Not `||`, which naga takes for non-uniform: the returns must be uniform.)
+    if (item >= blocks * params.n_heads * per_block) {
         return;
     }
-    let head = item % params.n_heads;
-    let t0 = (item / params.n_heads) * BR;
+    if (split >= splits) {
+        return;
+    }
+    let head = item / per_block % params.n_heads;
+    let t0 = (item / per_block / params.n_heads) * BR;
     let n_queries = min(BR, step.n_tokens - t0);
     let pos0 = step.pos + t0;
     let end = pos0 + n_queries;
     let kv_base = (head / (params.n_heads / params.n_kv_heads)) * HEAD_DIM;
+    // The split's share of the whole tiles from the first one any query of the block sees. A
+    // block of fewer tiles than the step's splits leaves some empty: they go over no keys and
+    // leave sums of 0, which the merge weighs at nothing.
+    let key_first = (first_key(pos0) / BC) * BC;
+    let tiles = (end - key_first + BC - 1u) / BC;
+    let split_first = key_first + tiles * split / splits * BC;
+    let split_end = min(key_first + tiles * (split + 1u) / splits * BC, end);
 
     for (var i = lid; i < BR * HEAD_DIM / 4u; i += WG) {
         let row = i / (HEAD_DIM / 4u);
@@ -168,13 +197,11 @@ fn main(
     var o2 = coop_mat16x16<f32, C>();
     var o3 = coop_mat16x16<f32, C>();
 #endif
-    // Whole tiles of keys from the first one any query of the block sees.
-    let key_first = (first_key(pos0) / BC) * BC;
-    var pieces = fetch(key_first, kv_base, false, lid);
-    for (var tile = key_first; tile < end; tile += BC) {
+    var pieces = fetch(split_first, kv_base, false, lid);
+    for (var tile = split_first; tile < split_end; tile += BC) {
         stage(pieces, lid);
         workgroupBarrier();
-        if (tile + BC < end) {
+        if (tile + BC < split_end) {
             pieces = fetch(tile + BC, kv_base, false, lid);
         }
         tile_scores(subgroup);
@@ -182,8 +209,8 @@ fn main(
         // The next tile's staging writes only kv_tile, which no one reads from here on.
         raise_row_max(tile, pos0, n_queries, lid);
     }
-    pieces = fetch(key_first, kv_base, false, lid);
-    for (var tile = key_first; tile < end; tile += BC) {
+    pieces = fetch(split_first, kv_base, false, lid);
+    for (var tile = split_first; tile < split_end; tile += BC) {
         stage(pieces, lid);
         workgroupBarrier();
         pieces = fetch(tile, kv_base, true, lid);
@@ -192,7 +219,7 @@ fn main(
         weigh_row(tile, pos0, n_queries, lid);
         stage(pieces, lid);
         workgroupBarrier();
-        if (tile + BC < end) {
+        if (tile + BC < split_end) {
             pieces = fetch(tile + BC, kv_base, false, lid);
         }
         for (var key = 0u; key < BC; key += FRAGMENT) {
@@ -208,11 +235,19 @@ fn main(
         // The next tile's keys, scores and weights overwrite these.
         workgroupBarrier();
     }
-    store_output(o0, row_block, slab, t0, n_queries, head, subgroup, lane);
-    store_output(o1, row_block, slab + 16u, t0, n_queries, head, subgroup, lane);
+    let rows = OutputRows(t0, n_queries, head, split, splits);
+    store_output(o0, row_block, slab, rows, subgroup, lane);
+    store_output(o1, row_block, slab + 16u, rows, subgroup, lane);
 #ifndef NARROW_SLABS
-    store_output(o2, row_block, slab + 32u, t0, n_queries, head, subgroup, lane);
-    store_output(o3, row_block, slab + 48u, t0, n_queries, head, subgroup, lane);
+    store_output(o2, row_block, slab + 32u, rows, subgroup, lane);
+    store_output(o3, row_block, slab + 48u, rows, subgroup, lane);
+#endif
+#ifdef KEY_SPLITS
+    if (splits > 1u) {
+        for (var row = lid; row < n_queries; row += WG) {
+            split_stats[((t0 + row) * params.n_heads + head) * splits + split] = vec2<f32>(row_max[row], row_sum[row]);
+        }
+    }
 #endif
 }
 
@@ -280,16 +315,35 @@ fn weigh_row(tile: u32, pos0: u32, n_queries: u32, lid: u32) {
     }
 }
 
+// Where a workgroup's output goes: the rows of queries t0 .. t0 + n_queries - 1 of `head`, as
+// split `split` of `splits`.
+struct OutputRows {
+    t0: u32,
+    n_queries: u32,
+    head: u32,
+    split: u32,
+    splits: u32,
+}
+
 // Divides fragment `o` (rows row .. row + 15 of the block, dimensions dim .. dim + 15) by its
-// rows' weight sums into `out`, through the subgroup's slot of `scores`.
-fn store_output(o: coop_mat16x16<f32, C>, row: u32, dim: u32, t0: u32, n_queries: u32, head: u32, subgroup: u32, lane: u32) {
+// rows' weight sums into `out`, through the subgroup's slot of `scores`; a split of several
+// leaves it undivided in its partials.
+fn store_output(o: coop_mat16x16<f32, C>, row: u32, dim: u32, rows: OutputRows, subgroup: u32, lane: u32) {
     let slot = subgroup * FRAGMENT * FRAGMENT;
     coopStoreT(o, &scores[slot], FRAGMENT);
     workgroupBarrier();
     for (var i = lane; i < FRAGMENT * FRAGMENT; i += 32u) {
         let r = row + i / FRAGMENT;
-        if (r < n_queries) {
-            out[((t0 + r) * params.n_heads + head) * HEAD_DIM + dim + i % FRAGMENT] = scores[slot + i] / row_sum[r];
+        if (r < rows.n_queries) {
+            let at = (rows.t0 + r) * params.n_heads + rows.head;
+            let d = dim + i % FRAGMENT;
+#ifdef KEY_SPLITS
+            if (rows.splits > 1u) {
+                split_acc[(at * rows.splits + rows.split) * HEAD_DIM + d] = scores[slot + i];
+                continue;
+            }
+#endif
+            out[at * HEAD_DIM + d] = scores[slot + i] / row_sum[r];
         }
     }
     workgroupBarrier();

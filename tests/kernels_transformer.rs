@@ -10,7 +10,7 @@ use std::sync::Arc;
 use doppler_engine::{
     gpu::{Element, GpuContext, GpuOptions, GpuTensor, OpList},
     kernels::{
-        attention::{record_attention, record_kv_store, AttentionLayer, FlashTile, KvCache},
+        attention::{record_attention, record_kv_store, AttentionLayer, FlashPartials, FlashTile, KvCache},
         decode_attention::{record_decode_attention, record_decode_attention_with_qk_step},
         elementwise::{
             record_add, record_add_row, record_copy_last_row, record_gated_activation, Activation,
@@ -244,22 +244,36 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     let step = step_buffer(ctx, 0, case.history);
     let mut store = OpList::new();
     record_kv_store(ctx, &mut store, "store", &cache, &k_buf, &v_buf, &step).unwrap();
-    let mut attend = OpList::new();
     // A decode step's merge writes the output in Q8 form too where heads hold whole blocks.
     let q8_output =
         (case.split && case.head_dim.is_multiple_of(32)).then(|| Q8Vector::new(ctx, "out q8", q_dim as u32));
-    let layer = AttentionLayer {
-        cache: &cache,
-        output: &out,
-        output_q8: q8_output.as_ref(),
-        step: &step,
-        window: case.window,
-        scale,
+    // The tensor-core kernel runs twice: each block of queries in one workgroup, then with its
+    // keys split over several where there are partials for them (the engine's prefill; a step
+    // of a few blocks deep enough in the cache splits).
+    let flash = !case.split && FlashTile::for_cache(ctx, &cache).is_some();
+    let partials =
+        flash.then(|| FlashPartials::new(ctx, case.n_tokens, case.n_heads, case.head_dim)).flatten();
+    let record = |flash_partials: Option<&FlashPartials>| {
+        let layer = AttentionLayer {
+            cache: &cache,
+            output: &out,
+            output_q8: q8_output.as_ref(),
+            flash_partials,
+            step: &step,
+            window: case.window,
+            scale,
+        };
+        let mut attend = OpList::new();
+        if case.split {
+            record_decode_attention(ctx, &mut attend, "attention", &q_buf, &layer).unwrap();
+        } else {
+            record_attention(ctx, &mut attend, "attention", &q_buf, &layer).unwrap();
+        }
+        attend
     };
-    if case.split {
-        record_decode_attention(ctx, &mut attend, "attention", &q_buf, &layer).unwrap();
-    } else {
-        record_attention(ctx, &mut attend, "attention", &q_buf, &layer).unwrap();
+    let mut variants = vec![(record(None), false)];
+    if let Some(partials) = &partials {
+        variants.push((record(Some(partials)), true));
     }
 
     // History goes in batches no larger than the step under test, as the engine's prefill
@@ -277,7 +291,6 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
         step.write(&ctx.queue, pos, n);
         run(ctx, &store, n);
     }
-    run(ctx, &attend, case.n_tokens);
 
     let (k64, v64) = (rounded(&keys), rounded(&vals));
     let group = (case.n_heads / case.n_kv_heads) as usize;
@@ -305,19 +318,23 @@ fn check_attention(ctx: &GpuContext, case: &AttentionCase) {
     // Queries stay f32 on the GPU and scores accumulate in f32 over head_dim terms, except on
     // the tensor cores, whose operands (queries and weights in [0, 1]) are f16: relative errors
     // of 2⁻¹¹ in each, on scores of a few units and averages of values in [-1, 1].
-    let flash = !case.split && FlashTile::for_cache(ctx, &cache).is_some();
     let (abs_tol, rel_tol) = if flash { (3e-3, 3e-3) } else { (2e-5, 1e-4) };
-    let actual = read_tensor(ctx, &out);
-    assert_close(
-        &format!(
-            "attention (f16 cache: {}, subgroups: {}, split: {}, tensor cores: {flash})",
-            cache.f16, ctx.caps.subgroups, case.split
-        ),
-        &actual,
-        &expected,
-        abs_tol,
-        rel_tol,
-    );
+    for (attend, key_splits) in &variants {
+        // Zeros first, so that a variant that leaves rows unwritten cannot pass on the last one's.
+        ctx.queue.write_buffer(out.buffer(), 0, bytemuck::cast_slice(&vec![0f32; expected.len()]));
+        run(ctx, attend, case.n_tokens);
+        let actual = read_tensor(ctx, &out);
+        assert_close(
+            &format!(
+                "attention (f16 cache: {}, subgroups: {}, split: {}, tensor cores: {flash}, key splits: {key_splits}, {} queries at {})",
+                cache.f16, ctx.caps.subgroups, case.split, case.n_tokens, case.history
+            ),
+            &actual,
+            &expected,
+            abs_tol,
+            rel_tol,
+        );
+    }
     if let Some(q8) = q8_output {
         // Bit for bit the standalone quantization of the f32 output.
         let quantized = Q8Vector::new(ctx, "quantized", q_dim as u32);
@@ -596,6 +613,84 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             n_tokens: 45,
             split: false,
             key_ramp: 300.0,
+        },
+        // Short steps deep in the cache: on the tensor cores each block's keys split over several
+        // workgroups (flash_splits.wgsl: here 3-13 splits of at least 8 tiles) and merged. Llama
+        // 1B's heads of 64 (64-key tiles): three blocks, the last partial, over 2,130 keys, GQA
+        // 4:1.
+        AttentionCase {
+            n_heads: 8,
+            n_kv_heads: 2,
+            head_dim: 64,
+            window: 0,
+            cache_len: 2200,
+            history: 2000,
+            n_tokens: 130,
+            split: false,
+            key_ramp: 0.0,
+        },
+        // A long step on an empty cache: its last block has 18 tiles, so the step takes several
+        // splits, and the first blocks, with fewer tiles than splits, leave some empty.
+        AttentionCase {
+            n_heads: 2,
+            n_kv_heads: 1,
+            head_dim: 64,
+            window: 0,
+            cache_len: 1100,
+            history: 0,
+            n_tokens: 1100,
+            split: false,
+            key_ramp: 0.0,
+        },
+        // Phi-3's heads of 96 (32-key tiles): one block over 2,550 keys.
+        AttentionCase {
+            n_heads: 4,
+            n_kv_heads: 4,
+            head_dim: 96,
+            window: 0,
+            cache_len: 2600,
+            history: 2500,
+            n_tokens: 50,
+            split: false,
+            key_ramp: 0.0,
+        },
+        // Heads of 128 over 3,100 keys whose scores move along them (as the key_ramp case above),
+        // so the splits' maxima differ widely; GQA 4:1.
+        AttentionCase {
+            n_heads: 8,
+            n_kv_heads: 2,
+            head_dim: 128,
+            window: 0,
+            cache_len: 3100,
+            history: 3000,
+            n_tokens: 100,
+            split: false,
+            key_ramp: 300.0,
+        },
+        // Gemma's heads of 256 (blocks of 32 queries): a global layer over 2,040 keys...
+        AttentionCase {
+            n_heads: 4,
+            n_kv_heads: 1,
+            head_dim: 256,
+            window: 0,
+            cache_len: 2048,
+            history: 2000,
+            n_tokens: 40,
+            split: false,
+            key_ramp: 0.0,
+        },
+        // ...and a sliding one: a window of 700 on a ring of window + batch that wrapped three
+        // times; the block's rows start seeing keys in different splits.
+        AttentionCase {
+            n_heads: 4,
+            n_kv_heads: 1,
+            head_dim: 256,
+            window: 700,
+            cache_len: 740,
+            history: 2500,
+            n_tokens: 40,
+            split: false,
+            key_ramp: 0.0,
         },
     ];
     for ctx in &default_and_f32_contexts() {
@@ -886,6 +981,7 @@ fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
             cache: &cache,
             output: &out,
             output_q8: None,
+            flash_partials: None,
             step: &step,
             window: case.window,
             scale,

@@ -1,8 +1,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{
-    base_defines, check_same_rows, check_width, make_dispatch, matmul::Q8Vector, threads_per_token,
-    workgroups_per_token, KernelError,
+    base_defines, check_same_rows, check_width, decode_attention::merge_defines, make_dispatch,
+    matmul::Q8Vector, threads_per_token, workgroups_per_token, KernelError,
 };
 use crate::gpu::{grid, Define, GpuContext, GpuTensor, OpList, StepBuffer, Workgroups};
 
@@ -145,6 +145,10 @@ pub struct AttentionLayer<'a> {
     /// Decode: the output in Q8 form as well, for the products that read it that way (the
     /// slices' merge writes it; heads of whole 32-value blocks). Prefill leaves it.
     pub output_q8: Option<&'a Q8Vector>,
+    /// Prefill on the tensor cores: where the kernel leaves the partials of its key splits (a
+    /// session's one `FlashPartials`); without them each block of queries keeps to one
+    /// workgroup. Decode leaves it.
+    pub flash_partials: Option<&'a FlashPartials>,
     pub step: &'a StepBuffer,
     pub window: u32,
     pub scale: f32,
@@ -163,18 +167,45 @@ pub fn record_attention(
     let params = ctx.uniform_buffer(label, &AttentionParams::new(layer, n_heads));
     let buffers = [queries.buffer(), &cache.k, &cache.v, output.buffer(), step.buffer(), &params];
     if let Some(tile) = FlashTile::for_cache(ctx, cache) {
-        let max = ctx.caps.max_workgroups_per_dimension;
-        let workgroups =
-            Workgroups::PerStep(Box::new(move |n_tokens| grid(n_tokens.div_ceil(tile.rows) * n_heads, max)));
+        let partials = layer.flash_partials.map(|partials| partials.check(layer, n_heads)).transpose()?;
+        let splits = if partials.is_some() { KeySplits::CHOSEN } else { KeySplits::NONE };
+        let (max, rows) = (ctx.caps.max_workgroups_per_dimension, tile.rows);
+        let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| {
+            let blocks = n_tokens.div_ceil(rows);
+            grid(blocks * n_heads * splits.per_block(blocks, n_heads), max)
+        }));
+        let mut flash_buffers = buffers.to_vec();
+        if let Some(partials) = partials {
+            flash_buffers.extend([&partials.values, &partials.stats]);
+        }
         ops.push(make_dispatch(
             ctx,
             label,
             "attention_flash.wgsl",
             "main",
-            &tile.defines(),
-            &buffers,
+            &tile.defines(splits),
+            &flash_buffers,
             workgroups,
         )?);
+        if let Some(partials) = partials {
+            // A workgroup per (token, head) row, none for a step whose blocks are not split.
+            let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| {
+                match splits.per_block(n_tokens.div_ceil(rows), n_heads) {
+                    1 => [0; 3],
+                    _ => grid(n_tokens * n_heads, max),
+                }
+            }));
+            let merge_buffers = [&partials.values, &partials.stats, output.buffer(), step.buffer(), &params];
+            ops.push(make_dispatch(
+                ctx,
+                &format!("{label} merge"),
+                "attention_decode.wgsl",
+                "split_combine",
+                &tile.merge_defines(splits),
+                &merge_buffers,
+                workgroups,
+            )?);
+        }
         return Ok(());
     }
     let mut defines = cache.defines();
@@ -220,8 +251,13 @@ impl FlashTile {
     /// Where the adapter multiplies on cooperative matrices and the cache suits the kernel: f16,
     /// and a head dimension that is a multiple of 32 (64, 96, 128, 256).
     pub fn for_cache(ctx: &GpuContext, cache: &KvCache) -> Option<FlashTile> {
-        let suits = ctx.caps.cooperative_matrix && cache.f16 && cache.head_dim.is_multiple_of(32);
+        let suits = ctx.caps.cooperative_matrix && cache.f16 && Self::suits(cache.head_dim);
         FlashTile::new(cache.head_dim, ctx.caps.max_workgroup_storage_bytes).filter(|_| suits)
+    }
+
+    /// Whether the kernel takes heads of `head_dim` values: a multiple of 32 (64, 96, 128, 256).
+    pub fn suits(head_dim: u32) -> bool {
+        head_dim.is_multiple_of(32)
     }
 
     /// 64 queries per workgroup for heads up to 128, 32 for wider ones; keys 64 at a time, or
@@ -230,11 +266,19 @@ impl FlashTile {
     /// prefilled Llama 8B and Phi-3.5 at depth 4096 15–18% faster than 32 rows of 64-key
     /// tiles, and 16 rows were 3× slower; `bench/results/2026-11-27-h200-flash-rows/`).
     pub fn new(head_dim: u32, max_shared_bytes: u32) -> Option<FlashTile> {
-        let rows = if head_dim <= 128 { 64 } else { 32 };
+        let rows = Self::rows_for(head_dim);
         [64, 32, 16]
             .into_iter()
             .map(|keys| FlashTile { rows, keys, head_dim })
             .find(|tile| tile.shared_bytes() <= max_shared_bytes)
+    }
+
+    fn rows_for(head_dim: u32) -> u32 {
+        if head_dim <= 128 {
+            64
+        } else {
+            32
+        }
     }
 
     /// Dimensions per subgroup: 64, or 32 where the head is not a multiple of 64.
@@ -273,7 +317,8 @@ impl FlashTile {
             + self.rows * 8
     }
 
-    pub fn defines(self) -> Vec<Define> {
+    /// The kernel's defines, its blocks' keys split as `splits` says.
+    pub fn defines(self, splits: KeySplits) -> Vec<Define> {
         let mut defines = vec![
             Define::flag("F16"),
             Define::flag("COOPERATIVE_MATRIX"),
@@ -283,11 +328,155 @@ impl FlashTile {
             Define::u32("SCORES_LEN", self.scores_len()),
             Define::u32("WG", 32 * self.subgroups()),
             Define::u32("ROW_LANES", self.row_lanes()),
+            Define::u32("N_SPLITS", splits.most),
         ];
+        defines.extend(splits.defines());
         if self.slab() == 32 {
             defines.push(Define::flag("NARROW_SLABS"));
         }
+        if splits.most > 1 {
+            defines.push(Define::flag("KEY_SPLITS"));
+        }
         defines
+    }
+
+    /// The merge of the key splits of this tile's blocks (`split_combine` with PREFILL): a
+    /// thread per value column and split, up to 256, for each (token, head) row.
+    pub(super) fn merge_defines(self, splits: KeySplits) -> Vec<Define> {
+        let threads = (self.head_dim / 4 * splits.most).next_multiple_of(32).min(256);
+        let mut defines = merge_defines(self.head_dim, splits.most, threads).to_vec();
+        defines.extend([Define::flag("PREFILL"), Define::u32("BR", self.rows), Define::u32("BC", self.keys)]);
+        defines.extend(splits.defines());
+        defines
+    }
+}
+
+/// How the tensor-core prefill attention splits its blocks' keys (`flash_splits.wgsl`): a step
+/// of fewer blocks × heads than `below_workgroups` has each block dispatched about
+/// `target_workgroups` over as workgroups, at most `most`, of which as many take a share of its
+/// keys as give each at least `min_tiles` tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeySplits {
+    below_workgroups: u32,
+    target_workgroups: u32,
+    most: u32,
+    min_tiles: u32,
+}
+
+impl KeySplits {
+    /// Never split.
+    pub const NONE: KeySplits =
+        KeySplits { below_workgroups: 0, target_workgroups: 0, most: 1, min_tiles: 1 };
+
+    /// Measured on an H200 at depth 4096 (`bench/results/2026-11-27-h200-flash-split/`): steps of
+    /// 64 tokens (16-32 workgroups whole) prefilled 11-42% faster split towards 256 workgroups,
+    /// 128 tokens (32-64) 4-17%. Steps of 128 workgroups and more (512 tokens, 8 heads and up)
+    /// ran up to 9% slower split towards 256-2,048 workgroups, so they stay whole. 64-token
+    /// steps split towards 128 workgroups ran within 3% of 256, towards 512 up to 6% slower.
+    pub const CHOSEN: KeySplits =
+        KeySplits { below_workgroups: 128, target_workgroups: 256, most: 16, min_tiles: 8 };
+
+    /// Workgroups each of a step's `blocks` blocks of `n_heads` heads is dispatched: as
+    /// `work_splits` in flash_splits.wgsl.
+    fn per_block(self, blocks: u32, n_heads: u32) -> u32 {
+        let workgroups = blocks * n_heads;
+        match workgroups < self.below_workgroups {
+            true => (self.target_workgroups / workgroups.max(1)).clamp(1, self.most),
+            false => 1,
+        }
+    }
+
+    fn defines(self) -> [Define; 3] {
+        [
+            Define::u32("SPLIT_BELOW_WORKGROUPS", self.below_workgroups),
+            Define::u32("TARGET_WORKGROUPS", self.target_workgroups),
+            Define::u32("MIN_SPLIT_TILES", self.min_tiles),
+        ]
+    }
+}
+
+/// The partials of the tensor-core prefill attention's key splits, which `split_combine`
+/// merges: one pair of buffers for every layer of a session, sized for its largest step.
+pub struct FlashPartials {
+    values: wgpu::Buffer,
+    stats: wgpu::Buffer,
+    max_tokens: u32,
+    n_heads: u32,
+    head_dim: u32,
+}
+
+impl FlashPartials {
+    /// Partials (a row of values and its stats per token, head and split) that steps of up to
+    /// `max_tokens` tokens of `n_heads` heads of `head_dim` can leave: the most over the steps'
+    /// block counts, the longest step of each (0 where none splits).
+    fn rows(max_tokens: u32, n_heads: u32, head_dim: u32) -> u64 {
+        let (splits, block_rows) = (KeySplits::CHOSEN, FlashTile::rows_for(head_dim));
+        (1..=max_tokens.div_ceil(block_rows))
+            .map(|blocks| match splits.per_block(blocks, n_heads) {
+                1 => 0,
+                per_block => {
+                    let tokens = (blocks * block_rows).min(max_tokens);
+                    u64::from(tokens) * u64::from(n_heads) * u64::from(per_block)
+                }
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Bytes of the values and the (max, sum) stats, where some step splits and the values fit
+    /// one binding of `max_storage_binding` bytes.
+    fn buffer_sizes(
+        max_tokens: u32,
+        n_heads: u32,
+        head_dim: u32,
+        max_storage_binding: u64,
+    ) -> Option<(u64, u64)> {
+        let rows = Self::rows(max_tokens, n_heads, head_dim);
+        let values = rows * u64::from(head_dim) * 4;
+        (rows > 0 && values <= max_storage_binding).then_some((values, rows * 8))
+    }
+
+    /// Bytes a session of steps up to `max_tokens` keeps for them (0 where none would split).
+    pub fn bytes(max_tokens: u32, n_heads: u32, head_dim: u32, max_storage_binding: u64) -> u64 {
+        Self::buffer_sizes(max_tokens, n_heads, head_dim, max_storage_binding)
+            .map_or(0, |(values, stats)| values + stats)
+    }
+
+    /// None where no step would split.
+    pub fn new(ctx: &GpuContext, max_tokens: u32, n_heads: u32, head_dim: u32) -> Option<FlashPartials> {
+        let (values, stats) =
+            Self::buffer_sizes(max_tokens, n_heads, head_dim, ctx.caps.max_storage_binding)?;
+        Some(FlashPartials {
+            values: ctx.zeroed_storage("flash attention split values", values),
+            stats: ctx.zeroed_storage("flash attention split stats", stats),
+            max_tokens,
+            n_heads,
+            head_dim,
+        })
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.values.size() + self.stats.size()
+    }
+
+    /// Itself where it holds `layer`'s output rows of `n_heads` heads.
+    fn check(&self, layer: &AttentionLayer, n_heads: u32) -> Result<&Self, KernelError> {
+        let fits = self.n_heads == n_heads
+            && self.head_dim == layer.cache.head_dim
+            && layer.output.rows() <= self.max_tokens;
+        match fits {
+            true => Ok(self),
+            false => Err(KernelError::InvalidShape {
+                kernel: "attention",
+                message: format!(
+                    "key split partials for {} tokens of {} heads of {} do not hold output {}",
+                    self.max_tokens,
+                    self.n_heads,
+                    self.head_dim,
+                    layer.output.describe()
+                ),
+            }),
+        }
     }
 }
 
@@ -331,18 +520,45 @@ pub(super) fn check_heads(queries: &GpuTensor, layer: &AttentionLayer) -> Result
 mod flash_tests {
     //! Lavapipe has no cooperative matrices, so the tensor-core prefill kernel only runs on
     //! adapters that have them (tests/kernels_transformer.rs checks it there against f64). Here
-    //! naga parses, validates and translates it to SPIR-V for each head dimension, and the shared
-    //! memory it declares is what `FlashTile::shared_bytes` budgets.
-    use super::FlashTile;
+    //! naga parses, validates and translates it to SPIR-V for each head dimension, split or not,
+    //! with the merge of its key splits, and the shared memory it declares is what
+    //! `FlashTile::shared_bytes` budgets.
+    use super::{FlashPartials, FlashTile, KeySplits};
     use crate::kernels::spirv_translation::{translate, workgroup_bytes};
 
     #[test]
     fn flash_attention_translates_to_spirv_for_each_head_dimension() {
         for head_dim in [64, 96, 128, 256] {
             let tile = FlashTile::new(head_dim, 48 << 10).unwrap();
-            let declared = workgroup_bytes(&translate("attention_flash.wgsl", &tile.defines()), &[]);
-            assert_eq!(declared, tile.shared_bytes(), "{tile:?}");
-            assert!(declared <= 48 << 10, "{tile:?} declares {declared} bytes");
+            // Unsplit, and with its blocks' keys split (the merge's partials bound too).
+            for splits in [KeySplits::NONE, KeySplits::CHOSEN] {
+                let declared =
+                    workgroup_bytes(&translate("attention_flash.wgsl", &tile.defines(splits)), &[]);
+                assert_eq!(declared, tile.shared_bytes(), "{tile:?}");
+                assert!(declared <= 48 << 10, "{tile:?} declares {declared} bytes");
+            }
+            translate("attention_decode.wgsl", &tile.merge_defines(KeySplits::CHOSEN));
         }
+    }
+
+    #[test]
+    fn short_steps_split_and_the_partials_hold_the_most_any_step_leaves() {
+        let splits = KeySplits::CHOSEN;
+        // Llama 8B (blocks of 64 queries, 32 heads): steps of 256 tokens and more are
+        // workgroups enough; 64 tokens split 8 ways, 128 tokens 4.
+        assert_eq!(splits.per_block(8, 32), 1);
+        assert_eq!(splits.per_block(4, 32), 1);
+        assert_eq!(splits.per_block(1, 32), 8);
+        assert_eq!(splits.per_block(2, 32), 4);
+        // One head: the most.
+        assert_eq!(splits.per_block(1, 1), splits.most);
+        // Steps up to 512 tokens: 1 to 3 blocks split (8, 4, 2 ways), 1 and 2 leave the most.
+        let rows = 64 * 32 * 8;
+        assert_eq!(FlashPartials::rows(512, 32, 128), rows);
+        assert_eq!(FlashPartials::bytes(512, 32, 128, 1 << 30), rows * (128 * 4 + 8));
+        // Unless the values would pass the binding.
+        assert_eq!(FlashPartials::bytes(512, 32, 128, rows * 128 * 4 - 4), 0);
+        // Steps that never split keep none.
+        assert_eq!(FlashPartials::bytes(512, 128, 128, 1 << 30), 0);
     }
 }

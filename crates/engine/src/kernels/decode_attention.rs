@@ -207,9 +207,11 @@ fn per_head_defines(head_dim: u32, f16: bool, slices: u32) -> Vec<Define> {
     defines
 }
 
-fn merge_defines(head_dim: u32, slices: u32) -> [Define; 4] {
+/// The merge of `slices` partials a row, by workgroups of `threads` (at least `slices` and a
+/// head's vec4 columns).
+pub(super) fn merge_defines(head_dim: u32, slices: u32, threads: u32) -> [Define; 4] {
     [
-        Define::u32("WG", WIDE_WORKGROUP_SIZE),
+        Define::u32("WG", threads),
         Define::u32("HEAD_DIM", head_dim),
         Define::u32("N_SPLITS", slices),
         Define::flag("MERGE"),
@@ -316,7 +318,7 @@ fn record_split_attention(
         &partial_buffers,
         Workgroups::Fixed(grid(workgroups, max)),
     )?);
-    let mut merge_defines = merge_defines(cache.head_dim, slices).to_vec();
+    let mut merge_defines = merge_defines(cache.head_dim, slices, WIDE_WORKGROUP_SIZE).to_vec();
     let mut merge_buffers = vec![&split_acc, &split_stats, output.buffer()];
     if let Some(q8) = output_q8 {
         check_q8_output(q8, shape)?;
@@ -394,7 +396,8 @@ mod tests {
                 translate(SHADER, &defines);
                 translate(SHADER, &with_rope_store(defines));
             }
-            translate(SHADER, &merge_defines(head_dim, PACKED_SLICING.most.max(PER_HEAD_SLICING.most)));
+            let most = PACKED_SLICING.most.max(PER_HEAD_SLICING.most);
+            translate(SHADER, &merge_defines(head_dim, most, WIDE_WORKGROUP_SIZE));
         }
     }
 

@@ -7,7 +7,7 @@ use super::{
 use crate::{
     gpu::{Element, GpuContext, GpuMatrix, GpuTensor, OpList, StackedMatrix, StepBuffer},
     kernels::{
-        attention::{record_attention, AttentionLayer, KvCache},
+        attention::{record_attention, AttentionLayer, FlashPartials, FlashTile, KvCache},
         decode_attention::record_decode_attention_with_qk_step,
         elementwise::{record_add_row, record_copy_last_row, record_gated_activation, Activation},
         embedding::{record_embedding, ScaledTable},
@@ -65,6 +65,9 @@ pub struct Activations {
     /// The f16 operands of prefill products on tensor cores, where the session takes them
     /// (`takes_half_operands`).
     pub half_operands: Option<HalfOperands>,
+    /// The partials of the tensor-core prefill attention's key splits, where the session takes
+    /// them (`takes_flash_partials`).
+    pub flash_partials: Option<FlashPartials>,
 }
 
 /// Bytes of each activation buffer: one source for the allocation and the memory estimate.
@@ -83,6 +86,7 @@ pub struct ActivationSizes {
     logits: u64,
     q8_inputs: u64,
     half_operands: u64,
+    flash_partials: u64,
 }
 
 impl ActivationSizes {
@@ -111,6 +115,12 @@ impl ActivationSizes {
                 true => HalfOperands::bytes(max_tokens, half_shape(config), max_storage_binding),
                 false => 0,
             },
+            flash_partials: match takes_flash_partials(config, half_products) {
+                true => {
+                    FlashPartials::bytes(max_tokens, config.n_heads, config.head_dim, max_storage_binding)
+                }
+                false => 0,
+            },
         }
     }
 
@@ -130,6 +140,7 @@ impl ActivationSizes {
             + self.logits
             + self.q8_inputs
             + self.half_operands
+            + self.flash_partials
     }
 }
 
@@ -162,6 +173,13 @@ fn q8_widths(config: &ModelConfig) -> Vec<u32> {
 /// (`matmul_half::MIN_TOKENS`) and the model's products are (`HalfShape::pays_off`).
 fn takes_half_operands(config: &ModelConfig, max_tokens: u32, half_products: bool) -> bool {
     half_products && max_tokens >= HALF_MIN_TOKENS && half_shape(config).pays_off()
+}
+
+/// Whether a session keeps partials for the tensor-core prefill attention's key splits: where
+/// the adapter runs the f16 products (cooperative matrices, hence f16 caches, and room for the
+/// attention's tiles) and the heads suit the kernel (`FlashTile::suits`).
+fn takes_flash_partials(config: &ModelConfig, half_products: bool) -> bool {
+    half_products && FlashTile::suits(config.head_dim)
 }
 
 fn half_shape(config: &ModelConfig) -> HalfShape {
@@ -207,6 +225,9 @@ impl Activations {
                 .collect(),
             half_operands: takes_half_operands(config, max_tokens, half_products_run_on(&ctx.caps))
                 .then(|| HalfOperands::new(ctx, max_tokens, half_shape(config))),
+            flash_partials: takes_flash_partials(config, half_products_run_on(&ctx.caps))
+                .then(|| FlashPartials::new(ctx, max_tokens, config.n_heads, config.head_dim))
+                .flatten(),
         }
     }
 
@@ -255,6 +276,7 @@ impl Activations {
         .sum::<u64>()
             + self.q8_inputs.iter().map(|q8| q8.words.size_bytes() + q8.scales.size_bytes()).sum::<u64>()
             + self.half_operands.as_ref().map_or(0, HalfOperands::size_bytes)
+            + self.flash_partials.as_ref().map_or(0, FlashPartials::size_bytes)
     }
 }
 
@@ -558,10 +580,15 @@ impl<'a> LayerContext<'a> {
             }
             _ => None,
         };
+        let flash_partials = match self.mode {
+            ForwardMode::Prefill => acts.flash_partials.as_ref(),
+            ForwardMode::Decode => None,
+        };
         let layer = AttentionLayer {
             cache,
             output: &acts.attention,
             output_q8,
+            flash_partials,
             step: &acts.step,
             window,
             scale: config.attention_scale,
