@@ -5,6 +5,6 @@ mod engine;
 mod model_file;
 
 pub use engine::{
-    Engine, EngineOptions, LoadOptions, LoadProgress, LoadedModel, ModelInfo, DEFAULT_MAX_BATCH,
+    default_max_batch, Engine, EngineOptions, LoadOptions, LoadProgress, LoadedModel, ModelInfo,
 };
 pub use model_file::ModelFile;

@@ -8,7 +8,7 @@ use std::path::Path;
 use doppler_engine::{
     gguf::GgufFile,
     kernels::matmul_half,
-    load::DEFAULT_MAX_BATCH,
+    load::default_max_batch,
     model::{limits::MAX_CONTEXT, open_model_source, MemoryFootprint, ModelConfig, SessionShape},
 };
 use serde::Serialize;
@@ -124,8 +124,8 @@ impl ModelCatalog {
                 // Unknown until the device opens, and harmless uncapped: the split-K scratch it
                 // caps is at most 32 MiB (8 splits × 128 tokens × 8,192 floats), under any
                 // adapter's binding limit (128 MiB on lavapipe), so the estimate is the engine's.
-                // Whether the f16 prefill products run is unknown too: counted, the estimate
-                // errs high.
+                // Whether the f16 prefill products run (and take the larger default batch) is
+                // unknown too: counted, the estimate errs high.
                 DeviceFacts {
                     kv_f16: memory.kv_f16,
                     max_storage_binding: u64::MAX,
@@ -153,7 +153,7 @@ fn footprint(
 ) -> MemoryFootprint {
     let shape = SessionShape {
         context_len,
-        max_batch: DEFAULT_MAX_BATCH.min(context_len),
+        max_batch: default_max_batch(device.half_products).min(context_len),
         kv_f16: device.kv_f16,
         max_storage_binding: device.max_storage_binding,
         half_products: device.half_products,
