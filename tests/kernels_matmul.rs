@@ -25,9 +25,10 @@ use doppler_engine::{
         embedding::{record_embedding, ScaledTable},
         fused_norm::{record_residual_norm, ResidualNorms, ResidualRows},
         matmul::{
-            record_gated_matmul, record_gated_matvec, record_matmul, record_matmul_rows, record_matvec,
-            record_matvec_of, record_quantize_q8, record_stacked_matvec, takes_q8_input, MatrixRows,
-            MatvecInput, NormedInput, PartProduct, ProductOutput, Q8Vector, ResidualStream, SUPPORTED_TYPES,
+            record_gated_matmul, record_gated_matvec, record_matmul, record_matmul_parts, record_matmul_rows,
+            record_matvec, record_matvec_of, record_quantize_q8, record_stacked_matvec, takes_q8_input,
+            MatrixRows, MatvecInput, NormedInput, PartProduct, ProductOutput, Q8Vector, ResidualStream,
+            SUPPORTED_TYPES,
         },
         matmul_half::{record_dequantize_half, HalfOperands, HalfShape, MIN_TOKENS as HALF_MIN_TOKENS},
     },
@@ -1032,6 +1033,55 @@ fn matmul_over_parts_of_a_chunked_stack_matches_reference() {
             .collect();
         compare_within(&format!("matmul rows of part {i}"), &actual, &expected, matmul_tolerance(&ctx))
             .unwrap();
+    }
+}
+
+/// The parts of one stack as products of one input (`record_matmul_parts`, prefill's q, k and
+/// v): on tensor cores (not lavapipe), in a step of the f16 products, one conversion of the
+/// input serves every part's product, unsplit (large parts) or splitting K (small ones);
+/// elsewhere the tiled kernel per part.
+#[test]
+fn matmul_over_the_parts_of_a_stack_on_one_input_matches_reference() {
+    let ctx = gpu(GpuOptions::default());
+    let n_tokens = HALF_MIN_TOKENS + 37;
+    let row_len = 256;
+    for part_rows in [[4096, 2048, 2048], [300, 64, 64]] {
+        let (parts, stacked) = stack(&ctx, GgmlType::Q4_K, row_len, &part_rows, 81);
+        let rows: usize = part_rows.iter().sum();
+        let shape = HalfShape { max_row_len: row_len as u32, max_matrix_values: (rows * row_len) as u64 };
+        let operands = HalfOperands::new(&ctx, n_tokens, shape);
+        let splits = GpuTensor::zeroed(&ctx, "splits", 1, 8 * n_tokens * rows as u32, Element::F32);
+        let x = values(n_tokens as usize * row_len, 82);
+        let input = f32_tensor(&ctx, row_len, &x);
+        let outputs: Vec<GpuTensor> = part_rows
+            .iter()
+            .map(|&r| GpuTensor::zeroed(&ctx, "Y", n_tokens, r as u32, Element::F32))
+            .collect();
+        let products: Vec<PartProduct> = outputs
+            .iter()
+            .enumerate()
+            .map(|(index, output)| PartProduct {
+                label: format!("part{index}"),
+                part: MatrixRows { matrix: &stacked.matrix, rows: stacked.part_rows(index) },
+                output: ProductOutput {
+                    output,
+                    split_scratch: Some(&splits),
+                    half_operands: Some(&operands),
+                },
+            })
+            .collect();
+        let step = step_buffer(&ctx, 0, n_tokens);
+        let mut ops = OpList::new();
+        record_matmul_parts(&ctx, &mut ops, &products, &input, &step).unwrap();
+        run(&ctx, &ops, n_tokens);
+        for (index, (m, output)) in parts.iter().zip(&outputs).enumerate() {
+            let expected: Vec<_> = (0..n_tokens as usize)
+                .flat_map(|t| (0..m.rows).map(move |r| (t, r)))
+                .map(|(t, r)| m.dot(r, &x[t * row_len..(t + 1) * row_len]))
+                .collect();
+            let label = format!("part {index} of a stack of {part_rows:?}");
+            compare_within(&label, &read_tensor(&ctx, output), &expected, matmul_tolerance(&ctx)).unwrap();
+        }
     }
 }
 
