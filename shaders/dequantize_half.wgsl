@@ -3,7 +3,8 @@
 // (quant_formats.wgsl; a TYPE_* define picks the type), for `rows` rows, row-major, two values
 // to a word. Each thread writes 8 consecutive values, one 16-byte store (4 values in an 8-byte
 // store were 3-5% slower on the 4-8B shapes' pp512 on an H200; threads of a whole 32- or
-// 64-value part, writing 16 bytes at 32-byte steps, 5% slower still). Values beyond f16's range are clamped rather than made infinite.
+// 64-value part, writing 16 bytes at 32-byte steps, 5% slower still). Values beyond f16's
+// range are clamped rather than made infinite.
 // With `pair_offset` > 0 (a gate and an up matrix stacked, the up rows pair_offset rows after
 // the gate rows) the rows come out interleaved 16 at a time for matmul_half.wgsl's GATED: out
 // rows 32g .. 32g + 15 are W rows 16g .., out rows 32g + 16 .. the same rows + pair_offset.
