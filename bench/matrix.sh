@@ -35,7 +35,8 @@ for f in .gl/*.deb; do dpkg -x "$f" / >/dev/null; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 
 prepare() {
-  bash .llama-carry/build.sh
+  # A call that started the builds already (and ran other work while they went) does not start them twice.
+  [ -e /tmp/l/build.sh ] || bash .llama-carry/build.sh
   mkdir -p $MODELS/doppler
   for shape in "${SHAPES[@]}"; do
     set -- $shape
