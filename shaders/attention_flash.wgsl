@@ -13,6 +13,10 @@
 // the tile before: cooperative loads straight from the cache, one dependent load per product,
 // left the kernel waiting on memory (an H200 ran it at ~15 TFLOPS). HEAD_DIM must be a
 // multiple of SLAB.
+// With QUERY_REGISTERS (heads of 64 and 128) each subgroup loads its row block's query fragments
+// once into registers and the subgroups of a row block share out its key blocks for the scores:
+// the query tile is staged only on its way there, in the key tile's place (BR = BC), and the
+// shared memory it frees takes 64-key tiles, half the barriers a key.
 // With KEY_SPLITS a step of few blocks shares out each block's keys among several workgroups
 // (flash_splits.wgsl), each making both passes over its own run of whole tiles: a short step
 // deep in a context would otherwise leave most of a large GPU idle, each workgroup walking
@@ -70,10 +74,13 @@ const COPIES = (TILE_PIECES + WG - 1u) / WG;
 const PER_ROW = ROW_LANES;
 const NO_SCORE = -3.0e38;
 
+#ifndef QUERY_REGISTERS
 // The block's queries, scaled: [row][dimension], the A operand of the scores.
 var<workgroup> q_tile: array<f16, BR * Q_STRIDE>;
+#endif
 // The tile's keys or values: [key][dimension], the B operand of the scores (column-major) and
-// of the values' product (row-major).
+// of the values' product (row-major). With QUERY_REGISTERS it first holds the block's scaled
+// queries ([row][dimension], BR = BC), on their way to each subgroup's registers.
 var<workgroup> kv_tile: array<vec4<f16>, BC * KV_STRIDE>;
 // A key tile's scores: [row][key]; at the end, one output fragment per subgroup on its way to
 // `out` (SCORES_LEN is the larger of the two).
@@ -82,6 +89,19 @@ var<workgroup> scores: array<f32, SCORES_LEN>;
 var<workgroup> weights: array<f16, BR * WEIGHT_STRIDE>;
 var<workgroup> row_max: array<f32, BR>;
 var<workgroup> row_sum: array<f32, BR>;
+#ifdef QUERY_REGISTERS
+// The subgroup's row block of queries, dimensions 16·i .. 16·i + 15 in q<i>.
+var<private> q0: coop_mat16x16<f16, A>;
+var<private> q1: coop_mat16x16<f16, A>;
+var<private> q2: coop_mat16x16<f16, A>;
+var<private> q3: coop_mat16x16<f16, A>;
+#ifdef WIDE_QUERY
+var<private> q4: coop_mat16x16<f16, A>;
+var<private> q5: coop_mat16x16<f16, A>;
+var<private> q6: coop_mat16x16<f16, A>;
+var<private> q7: coop_mat16x16<f16, A>;
+#endif
+#endif
 
 // The pieces a thread copies of a tile: piece lid + c·WG in element c.
 struct Pieces {
@@ -118,6 +138,7 @@ fn stage(pieces: Pieces, lid: u32) {
     }
 }
 
+#ifndef QUERY_REGISTERS
 // Scores of the staged keys against every query row, into `scores`.
 fn tile_scores(subgroup: u32) {
     for (var fragment = subgroup; fragment < ROW_BLOCKS * KEY_BLOCKS; fragment += SUBGROUPS) {
@@ -132,6 +153,28 @@ fn tile_scores(subgroup: u32) {
         coopStoreT(s, &scores[row * SCORE_STRIDE + key], SCORE_STRIDE);
     }
 }
+#else
+// Scores of the staged keys against the subgroup's row block, whose query fragments it holds:
+// the subgroups of a row block share out its key blocks.
+fn tile_scores(subgroup: u32) {
+    let row = (subgroup / SLABS) * FRAGMENT;
+    for (var block = subgroup % SLABS; block < KEY_BLOCKS; block += SLABS) {
+        let key = block * FRAGMENT * KV_STRIDE;
+        var s = coop_mat16x16<f32, C>();
+        s = coopMultiplyAdd(q0, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key], KV_STRIDE), s);
+        s = coopMultiplyAdd(q1, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 4u], KV_STRIDE), s);
+        s = coopMultiplyAdd(q2, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 8u], KV_STRIDE), s);
+        s = coopMultiplyAdd(q3, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 12u], KV_STRIDE), s);
+#ifdef WIDE_QUERY
+        s = coopMultiplyAdd(q4, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 16u], KV_STRIDE), s);
+        s = coopMultiplyAdd(q5, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 20u], KV_STRIDE), s);
+        s = coopMultiplyAdd(q6, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 24u], KV_STRIDE), s);
+        s = coopMultiplyAdd(q7, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 28u], KV_STRIDE), s);
+#endif
+        coopStoreT(s, &scores[row * SCORE_STRIDE + block * FRAGMENT], SCORE_STRIDE);
+    }
+}
+#endif
 
 @compute @workgroup_size(WG)
 fn main(
@@ -177,11 +220,15 @@ fn main(
             value = vec4<f32>(q[base], q[base + 1u], q[base + 2u], q[base + 3u]) * params.scale;
         }
         let h = vec4<f16>(in_half_range(value));
+#ifdef QUERY_REGISTERS
+        kv_tile[row * KV_STRIDE + dim / 4u] = h;
+#else
         let at = row * Q_STRIDE + dim;
         q_tile[at] = h.x;
         q_tile[at + 1u] = h.y;
         q_tile[at + 2u] = h.z;
         q_tile[at + 3u] = h.w;
+#endif
     }
     for (var row = lid; row < BR; row += WG) {
         row_max[row] = NO_SCORE;
@@ -191,6 +238,21 @@ fn main(
 
     let row_block = (subgroup / SLABS) * FRAGMENT;
     let slab = (subgroup % SLABS) * SLAB;
+#ifdef QUERY_REGISTERS
+    let query = row_block * KV_STRIDE;
+    q0 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query], KV_STRIDE);
+    q1 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 4u], KV_STRIDE);
+    q2 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 8u], KV_STRIDE);
+    q3 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 12u], KV_STRIDE);
+#ifdef WIDE_QUERY
+    q4 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 16u], KV_STRIDE);
+    q5 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 20u], KV_STRIDE);
+    q6 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 24u], KV_STRIDE);
+    q7 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 28u], KV_STRIDE);
+#endif
+    // The first key tile's staging overwrites the queries.
+    workgroupBarrier();
+#endif
     var o0 = coop_mat16x16<f32, C>();
     var o1 = coop_mat16x16<f32, C>();
 #ifndef NARROW_SLABS

@@ -245,6 +245,9 @@ pub struct FlashTile {
     pub rows: u32,
     pub keys: u32,
     pub head_dim: u32,
+    /// Each subgroup keeps its row block's query fragments in registers for the scores, and
+    /// the query tile, staged once, shares the key tile's shared memory.
+    pub query_registers: bool,
 }
 
 impl FlashTile {
@@ -260,17 +263,31 @@ impl FlashTile {
         head_dim.is_multiple_of(32)
     }
 
-    /// 64 queries per workgroup for heads up to 128, 32 for wider ones; keys 64 at a time, or
-    /// fewer where the staged tiles would not fit `max_shared_bytes` (32 for heads of 96 and
-    /// 128, which the larger query tile buys back: on an H200 64 rows of 32-key tiles
-    /// prefilled Llama 8B and Phi-3.5 at depth 4096 15–18% faster than 32 rows of 64-key
-    /// tiles, and 16 rows were 3× slower; `bench/results/2026-11-27-h200-flash-rows/`).
+    /// 64 queries per workgroup for heads up to 128, 32 for wider ones. Heads of 64 and 128 keep
+    /// their query fragments in registers and take keys 64 at a time (on an H200 pp512 at depth
+    /// 4096 5-9% faster than the staged query tile with 32-key tiles, Llama 1B-8B and Qwen
+    /// shapes; `bench/results/2026-11-27-h200-query-registers/`). Otherwise, and where that
+    /// tile would not fit `max_shared_bytes`, the query tile is staged and keys go 64 at a time
+    /// or fewer (32 for heads of 96 and 128: 64 rows of 32-key tiles prefilled Llama 8B and
+    /// Phi-3.5 at depth 4096 15-18% faster than 32 rows of 64-key tiles, and 16 rows were 3×
+    /// slower; `bench/results/2026-11-27-h200-flash-rows/`).
     pub fn new(head_dim: u32, max_shared_bytes: u32) -> Option<FlashTile> {
         let rows = Self::rows_for(head_dim);
-        [64, 32, 16]
-            .into_iter()
-            .map(|keys| FlashTile { rows, keys, head_dim })
-            .find(|tile| tile.shared_bytes() <= max_shared_bytes)
+        let registers = Self::query_registers_suit(head_dim, rows).then_some(FlashTile {
+            rows,
+            keys: rows,
+            head_dim,
+            query_registers: true,
+        });
+        let staged = [64, 32, 16].map(|keys| FlashTile { rows, keys, head_dim, query_registers: false });
+        registers.into_iter().chain(staged).find(|tile| tile.shared_bytes() <= max_shared_bytes)
+    }
+
+    /// Query fragments stay in registers where each subgroup's share of a tile's scores is
+    /// whole key blocks of its own row block: heads of 64 and 128 (one or two slabs, four key
+    /// blocks); the query tile is staged in the key tile, so as many keys as rows.
+    fn query_registers_suit(head_dim: u32, rows: u32) -> bool {
+        (head_dim == 64 || head_dim == 128) && rows == 64
     }
 
     fn rows_for(head_dim: u32) -> u32 {
@@ -306,11 +323,12 @@ impl FlashTile {
         (self.rows * (self.keys + 4)).max(self.subgroups() * 256)
     }
 
-    /// Shared memory the kernel declares: the f16 query tile and key or value tile (rows padded
+    /// Shared memory the kernel declares: the f16 query tile (unless in registers) and key or value tile (rows padded
     /// by 16 bytes), the scores, the tile's f16 weights (rows padded by 16 bytes), a max and a
     /// sum per row.
     pub fn shared_bytes(self) -> u32 {
-        self.rows * (self.head_dim + 8) * 2
+        let query_tile = if self.query_registers { 0 } else { self.rows * (self.head_dim + 8) * 2 };
+        query_tile
             + self.keys * (self.head_dim + 8) * 2
             + self.scores_len() * 4
             + self.rows * (self.keys + 8) * 2
@@ -333,6 +351,12 @@ impl FlashTile {
         defines.extend(splits.defines());
         if self.slab() == 32 {
             defines.push(Define::flag("NARROW_SLABS"));
+        }
+        if self.query_registers {
+            defines.push(Define::flag("QUERY_REGISTERS"));
+            if self.head_dim == 128 {
+                defines.push(Define::flag("WIDE_QUERY"));
+            }
         }
         if splits.most > 1 {
             defines.push(Define::flag("KEY_SPLITS"));
@@ -529,15 +553,22 @@ mod flash_tests {
     #[test]
     fn flash_attention_translates_to_spirv_for_each_head_dimension() {
         for head_dim in [64, 96, 128, 256] {
-            let tile = FlashTile::new(head_dim, 48 << 10).unwrap();
+            let chosen = FlashTile::new(head_dim, 48 << 10).unwrap();
+            assert_eq!(chosen.query_registers, head_dim == 64 || head_dim == 128);
+            // The staged query tile too, where shared memory is short of the registers' tile.
+            let staged = FlashTile::new(head_dim, 35 << 10).unwrap();
+            assert!(!staged.query_registers);
             // Unsplit, and with its blocks' keys split (the merge's partials bound too).
-            for splits in [KeySplits::NONE, KeySplits::CHOSEN] {
+            for (tile, splits) in [chosen, staged]
+                .into_iter()
+                .flat_map(|tile| [KeySplits::NONE, KeySplits::CHOSEN].map(|splits| (tile, splits)))
+            {
                 let declared =
                     workgroup_bytes(&translate("attention_flash.wgsl", &tile.defines(splits)), &[]);
                 assert_eq!(declared, tile.shared_bytes(), "{tile:?}");
                 assert!(declared <= 48 << 10, "{tile:?} declares {declared} bytes");
             }
-            translate("attention_decode.wgsl", &tile.merge_defines(KeySplits::CHOSEN));
+            translate("attention_decode.wgsl", &chosen.merge_defines(KeySplits::CHOSEN));
         }
     }
 
