@@ -54,7 +54,8 @@ compare() {
   mkdir -p $MODELS/llama $MODELS/doppler
   for shape in "${SHAPES[@]}"; do
     set -- $shape
-    [ -f $MODELS/llama/$2-cuda.json ] && continue
+    # (-s: a call that found no llama-bench leaves empty files.)
+    [ -s $MODELS/llama/$2-cuda.json ] && continue
     [ $SECONDS -lt ${COMPARE_SECONDS:-480} ] || break
     for depth in $DEPTHS; do
       $D bench --model $MODELS/$2.gguf --runs $RUNS --depth $depth --json > $MODELS/doppler/$2-d$depth.json \
