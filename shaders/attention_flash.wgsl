@@ -13,9 +13,9 @@
 // the tile before: cooperative loads straight from the cache, one dependent load per product,
 // left the kernel waiting on memory (an H200 ran it at ~15 TFLOPS). HEAD_DIM must be a
 // multiple of SLAB.
-// With QUERY_REGISTERS (heads of 64 and 128) each subgroup loads its row block's query fragments
+// With QUERY_REGISTERS (heads of 64, 128 and 256) each subgroup loads its row block's query fragments
 // once into registers and the subgroups of a row block share out its key blocks for the scores:
-// the query tile is staged only on its way there, in the key tile's place (BR = BC), and the
+// the query tile is staged only on its way there, in the key tile's place (BR <= BC), and the
 // shared memory it frees takes 64-key tiles, half the barriers a key.
 // With KEY_SPLITS a step of few blocks shares out each block's keys among several workgroups
 // (flash_splits.wgsl), each making both passes over its own run of whole tiles: a short step
@@ -80,7 +80,7 @@ var<workgroup> q_tile: array<f16, BR * Q_STRIDE>;
 #endif
 // The tile's keys or values: [key][dimension], the B operand of the scores (column-major) and
 // of the values' product (row-major). With QUERY_REGISTERS it first holds the block's scaled
-// queries ([row][dimension], BR = BC), on their way to each subgroup's registers.
+// queries ([row][dimension], BR <= BC), on their way to each subgroup's registers.
 var<workgroup> kv_tile: array<vec4<f16>, BC * KV_STRIDE>;
 // A key tile's scores: [row][key]; at the end, one output fragment per subgroup on its way to
 // `out` (SCORES_LEN is the larger of the two).
@@ -95,11 +95,21 @@ var<private> q0: coop_mat16x16<f16, A>;
 var<private> q1: coop_mat16x16<f16, A>;
 var<private> q2: coop_mat16x16<f16, A>;
 var<private> q3: coop_mat16x16<f16, A>;
-#ifdef WIDE_QUERY
+#ifdef QUERY_FRAGMENTS_8
 var<private> q4: coop_mat16x16<f16, A>;
 var<private> q5: coop_mat16x16<f16, A>;
 var<private> q6: coop_mat16x16<f16, A>;
 var<private> q7: coop_mat16x16<f16, A>;
+#endif
+#ifdef QUERY_FRAGMENTS_16
+var<private> q8: coop_mat16x16<f16, A>;
+var<private> q9: coop_mat16x16<f16, A>;
+var<private> q10: coop_mat16x16<f16, A>;
+var<private> q11: coop_mat16x16<f16, A>;
+var<private> q12: coop_mat16x16<f16, A>;
+var<private> q13: coop_mat16x16<f16, A>;
+var<private> q14: coop_mat16x16<f16, A>;
+var<private> q15: coop_mat16x16<f16, A>;
 #endif
 #endif
 
@@ -165,11 +175,21 @@ fn tile_scores(subgroup: u32) {
         s = coopMultiplyAdd(q1, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 4u], KV_STRIDE), s);
         s = coopMultiplyAdd(q2, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 8u], KV_STRIDE), s);
         s = coopMultiplyAdd(q3, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 12u], KV_STRIDE), s);
-#ifdef WIDE_QUERY
+#ifdef QUERY_FRAGMENTS_8
         s = coopMultiplyAdd(q4, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 16u], KV_STRIDE), s);
         s = coopMultiplyAdd(q5, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 20u], KV_STRIDE), s);
         s = coopMultiplyAdd(q6, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 24u], KV_STRIDE), s);
         s = coopMultiplyAdd(q7, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 28u], KV_STRIDE), s);
+#endif
+#ifdef QUERY_FRAGMENTS_16
+        s = coopMultiplyAdd(q8, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 32u], KV_STRIDE), s);
+        s = coopMultiplyAdd(q9, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 36u], KV_STRIDE), s);
+        s = coopMultiplyAdd(q10, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 40u], KV_STRIDE), s);
+        s = coopMultiplyAdd(q11, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 44u], KV_STRIDE), s);
+        s = coopMultiplyAdd(q12, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 48u], KV_STRIDE), s);
+        s = coopMultiplyAdd(q13, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 52u], KV_STRIDE), s);
+        s = coopMultiplyAdd(q14, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 56u], KV_STRIDE), s);
+        s = coopMultiplyAdd(q15, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 60u], KV_STRIDE), s);
 #endif
         coopStoreT(s, &scores[row * SCORE_STRIDE + block * FRAGMENT], SCORE_STRIDE);
     }
@@ -244,11 +264,21 @@ fn main(
     q1 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 4u], KV_STRIDE);
     q2 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 8u], KV_STRIDE);
     q3 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 12u], KV_STRIDE);
-#ifdef WIDE_QUERY
+#ifdef QUERY_FRAGMENTS_8
     q4 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 16u], KV_STRIDE);
     q5 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 20u], KV_STRIDE);
     q6 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 24u], KV_STRIDE);
     q7 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 28u], KV_STRIDE);
+#endif
+#ifdef QUERY_FRAGMENTS_16
+    q8 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 32u], KV_STRIDE);
+    q9 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 36u], KV_STRIDE);
+    q10 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 40u], KV_STRIDE);
+    q11 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 44u], KV_STRIDE);
+    q12 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 48u], KV_STRIDE);
+    q13 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 52u], KV_STRIDE);
+    q14 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 56u], KV_STRIDE);
+    q15 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 60u], KV_STRIDE);
 #endif
     // The first key tile's staging overwrites the queries.
     workgroupBarrier();

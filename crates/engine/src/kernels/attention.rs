@@ -263,7 +263,7 @@ impl FlashTile {
         head_dim.is_multiple_of(32)
     }
 
-    /// 64 queries per workgroup for heads up to 128, 32 for wider ones. Heads of 64 and 128 keep
+    /// 64 queries per workgroup for heads up to 128, 32 for wider ones. Heads of 64, 128 and 256 keep
     /// their query fragments in registers and take keys 64 at a time (on an H200 pp512 at depth
     /// 4096 5-9% faster than the staged query tile with 32-key tiles, Llama 1B-8B and Qwen
     /// shapes; `bench/results/2026-11-27-h200-query-registers/`). Otherwise, and where that
@@ -273,9 +273,9 @@ impl FlashTile {
     /// slower; `bench/results/2026-11-27-h200-flash-rows/`).
     pub fn new(head_dim: u32, max_shared_bytes: u32) -> Option<FlashTile> {
         let rows = Self::rows_for(head_dim);
-        let registers = Self::query_registers_suit(head_dim, rows).then_some(FlashTile {
+        let registers = Self::query_registers_suit(head_dim).then_some(FlashTile {
             rows,
-            keys: rows,
+            keys: 64,
             head_dim,
             query_registers: true,
         });
@@ -284,10 +284,11 @@ impl FlashTile {
     }
 
     /// Query fragments stay in registers where each subgroup's share of a tile's scores is
-    /// whole key blocks of its own row block: heads of 64 and 128 (one or two slabs, four key
-    /// blocks); the query tile is staged in the key tile, so as many keys as rows.
-    fn query_registers_suit(head_dim: u32, rows: u32) -> bool {
-        (head_dim == 64 || head_dim == 128) && rows == 64
+    /// whole key blocks of its own row block: heads of 64, 128 and 256 (one, two or four slabs
+    /// over 64-key tiles, four key blocks; the query tile is staged in the key tile, which has at
+    /// least as many rows).
+    fn query_registers_suit(head_dim: u32) -> bool {
+        head_dim.is_multiple_of(64) && head_dim <= 256
     }
 
     fn rows_for(head_dim: u32) -> u32 {
@@ -354,8 +355,12 @@ impl FlashTile {
         }
         if self.query_registers {
             defines.push(Define::flag("QUERY_REGISTERS"));
-            if self.head_dim == 128 {
-                defines.push(Define::flag("WIDE_QUERY"));
+            // Fragments of 16 dimensions: 4, 8 or 16.
+            if self.head_dim >= 128 {
+                defines.push(Define::flag("QUERY_FRAGMENTS_8"));
+            }
+            if self.head_dim == 256 {
+                defines.push(Define::flag("QUERY_FRAGMENTS_16"));
             }
         }
         if splits.most > 1 {
@@ -554,7 +559,7 @@ mod flash_tests {
     fn flash_attention_translates_to_spirv_for_each_head_dimension() {
         for head_dim in [64, 96, 128, 256] {
             let chosen = FlashTile::new(head_dim, 48 << 10).unwrap();
-            assert_eq!(chosen.query_registers, head_dim == 64 || head_dim == 128);
+            assert_eq!(chosen.query_registers, head_dim != 96);
             // The staged query tile too, where shared memory is short of the registers' tile.
             let staged = FlashTile::new(head_dim, 35 << 10).unwrap();
             assert!(!staged.query_registers);
