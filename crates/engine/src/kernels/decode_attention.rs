@@ -2,7 +2,7 @@
 //! workgroups over (heads, key slice) leave unnormalized partials, then one workgroup per query
 //! head merges them. Two slices kernels write the same partials: the packed one, a workgroup
 //! per (kv head, pack of up to four of its query heads, slice), where a kv head serves at least
-//! four query heads of at most 128 values (`HeadShape::packs_pay`), and one workgroup per
+//! three query heads of at most 128 values (`HeadShape::packs_pay`), and one workgroup per
 //! (query head, slice) elsewhere. Where the layer asks for it, the merge writes the output in
 //! Q8 form as well: the output projection then reads a quarter of the bytes through the wide
 //! Q8 products with no quantization dispatch of its own.
@@ -23,6 +23,8 @@ const STREAMS: u32 = 8;
 const WIDE_WORKGROUP_SIZE: u32 = 256;
 /// Query heads a packed slices workgroup serves at once (the components of a vec4).
 const QUERIES_PER_PACK: u32 = 4;
+/// Fewest query heads per kv head for which the packed kernel pays (`HeadShape::packs_pay`).
+const LEAST_PACKED_GROUP: u32 = 3;
 
 /// How a decode attention layer cuts its keys into slices.
 struct Slicing {
@@ -65,9 +67,11 @@ impl HeadShape {
     /// faster, Llama 3.2 1B 12%, Qwen2.5 7B 14%, Qwen3 4B 20% (at depth 0 within 1%, Qwen2.5
     /// 1.5B and Qwen3 4B 3–5% slower), but Gemma 3 270M and 4B (heads of 256 with q/k norms)
     /// 2–17% slower and Phi-3.5 (one query head per kv head) 1–4% slower
-    /// (`bench/results/2026-11-27-decode-slices/`).
+    /// (`bench/results/2026-11-27-decode-slices/`). Llama 3.2 3B's three query heads per kv
+    /// head, one pack with a column idle, decoded 13% faster at depth 4096 than per head and
+    /// the same at depth 0 (`bench/results/2026-11-27-h200-partial-packs/`).
     fn packs_pay(self) -> bool {
-        self.group() >= QUERIES_PER_PACK && self.head_dim <= 128
+        self.group() >= LEAST_PACKED_GROUP && self.head_dim <= 128
     }
 
     fn slicing(self) -> &'static Slicing {
@@ -409,6 +413,10 @@ mod tests {
         assert_eq!(llama_8b.key_slices(17), 2);
         // 8 kv heads × 32 slices of 128 keys at 4,096.
         assert_eq!(llama_8b.key_slices(4096), 32);
+        // Llama 3B: 8 kv heads of 3 query heads, one pack each (a column idle).
+        let llama_3b = HeadShape { n_heads: 24, n_kv_heads: 8, head_dim: 128 };
+        assert!(llama_3b.packs_pay());
+        assert_eq!(llama_3b.key_slices(4096), 32);
         // Qwen 7B: 4 kv heads of 7 query heads, two packs each.
         let qwen_7b = HeadShape { n_heads: 28, n_kv_heads: 4, head_dim: 128 };
         assert_eq!(qwen_7b.key_slices(4096), 32);
