@@ -263,10 +263,11 @@ impl FlashTile {
         head_dim.is_multiple_of(32)
     }
 
-    /// 64 queries per workgroup for heads up to 128, 32 for wider ones. Heads of 64, 128 and 256 keep
-    /// their query fragments in registers and take keys 64 at a time (on an H200 pp512 at depth
-    /// 4096 5-9% faster than the staged query tile with 32-key tiles, Llama 1B-8B and Qwen
-    /// shapes; `bench/results/2026-11-27-h200-query-registers/`). Otherwise, and where that
+    /// 64 queries per workgroup for heads up to 128, 32 for wider ones. Heads of 64, 128 and 256
+    /// keep their query fragments in registers and take keys 64 at a time (on an H200 pp512 at
+    /// depth 4096 5-9% faster than the staged query tile with 32-key tiles on the Llama 1B-8B and
+    /// Qwen shapes, 1-2% on Gemma 3 4B and 12B; `bench/results/2026-11-27-h200-query-registers/`,
+    /// `…-query-registers-256/`). Otherwise, and where that
     /// tile would not fit `max_shared_bytes`, the query tile is staged and keys go 64 at a time
     /// or fewer (32 for heads of 96 and 128: 64 rows of 32-key tiles prefilled Llama 8B and
     /// Phi-3.5 at depth 4096 15-18% faster than 32 rows of 64-key tiles, and 16 rows were 3×
@@ -324,8 +325,8 @@ impl FlashTile {
         (self.rows * (self.keys + 4)).max(self.subgroups() * 256)
     }
 
-    /// Shared memory the kernel declares: the f16 query tile (unless in registers) and key or value tile (rows padded
-    /// by 16 bytes), the scores, the tile's f16 weights (rows padded by 16 bytes), a max and a
+    /// Shared memory the kernel declares: the f16 query tile (unless in registers) and key or
+    /// value tile (rows padded by 16 bytes), the scores, the tile's f16 weights (rows padded by 16 bytes), a max and a
     /// sum per row.
     pub fn shared_bytes(self) -> u32 {
         let query_tile = if self.query_registers { 0 } else { self.rows * (self.head_dim + 8) * 2 };
