@@ -40,10 +40,11 @@ const RELATIVE_TOLERANCE: f64 = 1e-5;
 const ABSOLUTE_TOLERANCE: f64 = 1e-6;
 const COOPERATIVE_MATRIX_RELATIVE_TOLERANCE: f64 = 1.5e-3;
 
-/// The tiled kernel's contexts: the default one, and one without cooperative matrices where
-/// the default uses them.
+/// The tiled kernel's contexts: the default one (shaped as for a GPU on lavapipe too, where
+/// products would otherwise never split K), and one without cooperative matrices where the
+/// default uses them.
 fn matmul_contexts() -> Vec<Arc<GpuContext>> {
-    let default = gpu(GpuOptions::default());
+    let default = gpu(GpuOptions { gpu_shapes_on_cpu: true, ..Default::default() });
     println!("cooperative matrix: {}", default.caps.cooperative_matrix);
     if default.caps.cooperative_matrix {
         vec![default, gpu(GpuOptions { disable_cooperative_matrix: true, ..Default::default() })]

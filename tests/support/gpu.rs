@@ -19,9 +19,10 @@ pub fn gpu(options: GpuOptions) -> Arc<GpuContext> {
     GpuContext::new(&options).expect(NO_ADAPTER)
 }
 
-/// A context whose kernels take their shared-memory fallbacks for subgroup reductions.
+/// A context whose kernels take their shared-memory fallbacks for subgroup reductions, shaped
+/// as for a GPU also on a CPU adapter (lavapipe), so that CI tests the shapes GPUs run.
 pub fn without_subgroups() -> Arc<GpuContext> {
-    let ctx = gpu(GpuOptions { disable_subgroups: true, ..Default::default() });
+    let ctx = gpu(GpuOptions { disable_subgroups: true, gpu_shapes_on_cpu: true, ..Default::default() });
     assert!(!ctx.caps.subgroups);
     ctx
 }

@@ -132,6 +132,8 @@ pub struct GpuOptions {
     pub disable_cooperative_matrix: bool,
     /// Ask for timestamp queries (per-kernel profiling) when the adapter has them.
     pub want_timestamps: bool,
+    /// Shape the kernels as for a GPU even on a CPU adapter, to test those shapes there.
+    pub gpu_shapes_on_cpu: bool,
 }
 
 impl GpuOptions {
@@ -145,6 +147,7 @@ impl GpuOptions {
             disable_subgroups: flag("DOPPLER_DISABLE_SUBGROUPS"),
             disable_cooperative_matrix: flag("DOPPLER_DISABLE_COOPERATIVE_MATRIX"),
             want_timestamps: true,
+            gpu_shapes_on_cpu: false,
         }
     }
 }
@@ -217,7 +220,7 @@ fn capabilities(adapter: &wgpu::Adapter, options: &GpuOptions) -> GpuCapabilitie
         max_buffer_size: limits.max_buffer_size,
         max_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
         max_workgroup_storage_bytes: limits.max_compute_workgroup_storage_size,
-        cpu_adapter: info.device_type == wgpu::DeviceType::Cpu,
+        cpu_adapter: info.device_type == wgpu::DeviceType::Cpu && !options.gpu_shapes_on_cpu,
         max_workgroup_invocations: limits.max_compute_invocations_per_workgroup,
         max_storage_buffers_per_stage: limits.max_storage_buffers_per_shader_stage,
     }
