@@ -102,7 +102,8 @@ pub struct GpuCapabilities {
     pub max_workgroup_invocations: u32,
     pub max_storage_buffers_per_stage: u32,
     /// The adapter is the CPU (lavapipe, WARP): the kernels that spread work over thousands of
-    /// GPU threads trade it for fewer, larger workgroups there.
+    /// GPU threads trade it for fewer, larger workgroups there. False on a CPU adapter too where
+    /// `GpuOptions::gpu_shapes_on_cpu` asks for the GPU's shapes.
     pub cpu_adapter: bool,
 }
 
