@@ -438,8 +438,34 @@ fn scale_columns(m: mat4x4<f32>, weight: vec4<f32>) -> mat4x4<f32> {
 }
 
 #ifdef ROPE_STORE
+#ifdef TURN_ROWS
+// With TURN_ROWS (a norm, or NEOX pairs half a head apart) the staged rows are normed and
+// rotated once, each value by one thread, into `turned`: rotated4 would have each thread work
+// out its chunk of every row of the pack, reading the norm weights and each pair's partner
+// across the head, and the whole workgroup wait on the slowest.
+var<workgroup> turned: array<f32, QK_ROWS * HEAD_DIM>;
+
+// Staged rows 0..queries (and KEY_ROW with `with_key`) into `turned`, visible to the workgroup
+// afterwards. Every thread calls it.
+fn turn_rows(lid: u32, queries: u32, with_key: bool, cs_base: u32) {
+    for (var i = lid; i < QK_ROWS * HEAD_DIM; i += WG) {
+        let row = i / HEAD_DIM;
+        if (row < queries || (row == KEY_ROW && with_key)) {
+            turned[i] = rotated(row, i % HEAD_DIM, cs_base);
+        }
+    }
+    workgroupBarrier();
+}
+#endif
+
+// Four values of staged row `row` normed and rotated, from element 4·column.
 fn query4(row: u32, column: u32, cs_base: u32) -> vec4<f32> {
+#ifdef TURN_ROWS
+    let d = row * HEAD_DIM + 4u * column;
+    return vec4<f32>(turned[d], turned[d + 1u], turned[d + 2u], turned[d + 3u]);
+#else
     return rotated4(row, column, cs_base);
+#endif
 }
 
 #ifdef F16
@@ -518,11 +544,14 @@ fn split_partial(
     let stores_key = slice_end == q_pos + 1u;
     stage_rows(lid, head0 * HEAD_DIM, kv_head * HEAD_DIM, queries, stores_key);
     let cs_base = rope_base(q_pos);
+#ifdef TURN_ROWS
+    turn_rows(lid, queries, stores_key, cs_base);
+#endif
     if (stores_key) {
         let slot = ((q_pos % params.cache_len) * params.n_kv_heads + kv_head) * ROW_CHUNKS;
         for (var c = lid; c < ROW_CHUNKS; c += WG) {
             let last = c * VEC4S_PER_CHUNK + VEC4S_PER_CHUNK - 1u;
-            k_cache[slot + c] = chunk_of(rotated4(KEY_ROW, c * VEC4S_PER_CHUNK, cs_base), rotated4(KEY_ROW, last, cs_base));
+            k_cache[slot + c] = chunk_of(query4(KEY_ROW, c * VEC4S_PER_CHUNK, cs_base), query4(KEY_ROW, last, cs_base));
             v_cache[slot + c] = chunk_of(value4(kv_head, c * VEC4S_PER_CHUNK), value4(kv_head, last));
         }
         storageBarrier();

@@ -12,6 +12,7 @@ use super::{
     fused_qk::{record_qk_rope_store, QkStep},
     make_dispatch,
     matmul::{record_quantize_q8, Q8Vector},
+    rope::RopeStyle,
     KernelError,
 };
 use crate::gpu::{grid, Define, GpuContext, GpuTensor, OpList, Workgroups};
@@ -138,14 +139,15 @@ impl PackedLayout {
         (self.lanes * STREAMS).min(WIDE_WORKGROUP_SIZE).max(self.lanes)
     }
 
-    /// Shared memory the kernel declares with ROPE_STORE and QK_NORM (the most): each stream's
-    /// stats and each thread's values (both halves of its chunk with f16), the team sums' tree without subgroups, and
-    /// `qk_rope.wgsl`'s staged rows, their scales and their norms' tree.
+    /// Shared memory the kernel declares with ROPE_STORE, QK_NORM and TURN_ROWS (the most): each
+    /// stream's stats and each thread's values (both halves of its chunk with f16), the team sums'
+    /// tree without subgroups, `qk_rope.wgsl`'s staged rows, their scales and their norms' tree,
+    /// and the rows turned.
     pub fn shared_bytes(self) -> u32 {
         let streams = self.threads() / self.lanes;
         let tree = if self.subgroups { 0 } else { 2 * self.threads() * 16 };
         let rows = QUERIES_PER_PACK + 1;
-        let rope_store = rows * self.head_dim * 4 + rows * 4 + rows * self.threads() * 4;
+        let rope_store = 2 * rows * self.head_dim * 4 + rows * 4 + rows * self.threads() * 4;
         let halves = if self.f16 { 2 } else { 1 };
         2 * streams * 16 + halves * self.threads() * 64 + tree + rope_store
     }
@@ -272,6 +274,16 @@ pub fn record_decode_attention_with_qk_step(
     }
 }
 
+/// Whether the packed slices norm and rotate the staged q and k rows once into shared memory
+/// (TURN_ROWS) rather than each thread its own chunks of every row: where a value's norm or
+/// rotation reads beyond its chunk (norm weights, NEOX partners half a head away). H200, tg128
+/// at depths 0 and 4096 (`bench/results/2026-11-28-h200-turned-rows/`): Qwen3 4B 315 → 344 and
+/// 284 → 307 tok/s, Qwen2.5 1.5B +4-5%, 7B +2%; Llama's interleaved pairs without norms 0.4-1%
+/// slower, so they keep rotating in place.
+fn turns_rows(qk: &QkStep) -> bool {
+    qk.norms.is_some() || qk.style == RopeStyle::Neox
+}
+
 fn head_shape(queries: &GpuTensor, layer: &AttentionLayer) -> Result<HeadShape, KernelError> {
     let n_heads = check_heads(queries, layer)?;
     Ok(HeadShape { n_heads, n_kv_heads: layer.cache.n_kv_heads, head_dim: layer.cache.head_dim })
@@ -310,6 +322,9 @@ fn record_split_attention(
         slices_label = format!("{qk_label}+{}", slices_label.rsplit('.').next().unwrap_or(&slices_label));
         partial_defines.push(Define::flag("ROPE_STORE"));
         partial_defines.extend(qk.defines());
+        if kernel.packed.is_some() && turns_rows(qk) {
+            partial_defines.push(Define::flag("TURN_ROWS"));
+        }
         partial_buffers.extend([qk.rows.k.buffer(), qk.rows.v.buffer()]);
         partial_buffers.extend(qk.table_and_norms());
     }
@@ -373,7 +388,7 @@ mod tests {
     const SHADER: &str = "attention_decode.wgsl";
 
     fn with_rope_store(mut defines: Vec<Define>) -> Vec<Define> {
-        defines.extend([Define::flag("ROPE_STORE"), Define::flag("QK_NORM")]);
+        defines.extend([Define::flag("ROPE_STORE"), Define::flag("QK_NORM"), Define::flag("TURN_ROWS")]);
         defines
     }
 
