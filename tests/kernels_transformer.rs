@@ -37,6 +37,13 @@ fn default_and_f32_contexts() -> [Arc<GpuContext>; 2] {
     ]
 }
 
+/// Those two, and the default one taking a GPU's shapes on a CPU adapter (lavapipe), so that the
+/// block kernel's 256-thread tiles are tested there too.
+fn attention_contexts() -> [Arc<GpuContext>; 3] {
+    let [default, f32] = default_and_f32_contexts();
+    [default, f32, gpu(GpuOptions { gpu_shapes_on_cpu: true, ..Default::default() })]
+}
+
 fn rms_norm_reference(x: &[f32], w: &[f32], dim: usize, eps: f32) -> Vec<f64> {
     x.chunks(dim)
         .flat_map(|row| {
@@ -693,7 +700,7 @@ fn attention_matches_reference_with_gqa_windows_and_rings() {
             key_ramp: 0.0,
         },
     ];
-    for ctx in &default_and_f32_contexts() {
+    for ctx in &attention_contexts() {
         for case in &cases {
             check_attention(ctx, case);
         }

@@ -4,7 +4,7 @@ use super::{
     base_defines, check_same_rows, check_width, decode_attention::merge_defines, make_dispatch,
     matmul::Q8Vector, threads_per_token, workgroups_per_token, KernelError,
 };
-use crate::gpu::{grid, Define, GpuContext, GpuTensor, OpList, StepBuffer, Workgroups};
+use crate::gpu::{grid, Define, GpuCapabilities, GpuContext, GpuTensor, OpList, StepBuffer, Workgroups};
 
 /// One layer's keys and values: [cache_len, n_kv_heads, head_dim], f16 where the adapter has
 /// shader-f16, else f32. Position p lives in slot p mod cache_len, so a sliding-window layer
@@ -211,13 +211,14 @@ pub fn record_attention(
     let mut defines = cache.defines();
     defines.push(Define::u32("HEAD_DIM", cache.head_dim));
     let columns = cache.head_dim / 4;
-    if ctx.caps.subgroups && columns <= BLOCK_WORKGROUP_SIZE && BLOCK_WORKGROUP_SIZE.is_multiple_of(columns) {
+    let threads = block_workgroup_size(&ctx.caps);
+    if ctx.caps.subgroups && columns <= threads && threads.is_multiple_of(columns) {
         defines.retain(|d| d.name != "WG");
         defines.extend([
             Define::flag("BLOCK"),
-            Define::u32("WG", BLOCK_WORKGROUP_SIZE),
+            Define::u32("WG", threads),
             Define::u32("QUERIES", QUERIES_PER_BLOCK),
-            Define::u32("MAX_SUBGROUPS", BLOCK_WORKGROUP_SIZE / ctx.caps.subgroup_min_size.max(1)),
+            Define::u32("MAX_SUBGROUPS", threads / ctx.caps.subgroup_min_size.max(1)),
         ]);
         let max = ctx.caps.max_workgroups_per_dimension;
         let workgroups = Workgroups::PerStep(Box::new(move |n_tokens| {
@@ -516,6 +517,20 @@ const QUERIES_PER_BLOCK: u32 = 4;
 /// Threads of the block kernel, one key each per tile: enough workgroups of them keep a
 /// large GPU busy although each serves several queries.
 const BLOCK_WORKGROUP_SIZE: u32 = 256;
+
+/// The block kernel's threads, fewer on a CPU adapter: there a workgroup's threads run as a few
+/// SIMD lanes, and a 256-key tile, mostly keys past a short step's queries, costs as much as a
+/// full one. lavapipe, 128-token steps (`doppler bench --profile`): attention 7.0 → 4.2 s a
+/// step for SmolLM2 135M (heads of 64) at depth 384, 4.0 → 2.3 s for Gemma 3 270M (256) at 256.
+fn block_workgroup_size(caps: &GpuCapabilities) -> u32 {
+    if caps.cpu_adapter {
+        CPU_BLOCK_WORKGROUP_SIZE
+    } else {
+        BLOCK_WORKGROUP_SIZE
+    }
+}
+
+const CPU_BLOCK_WORKGROUP_SIZE: u32 = 64;
 
 /// Errors unless `queries` and the layer's output are rows of whole heads of the cache's size,
 /// a multiple of its kv heads; returns the query heads.
