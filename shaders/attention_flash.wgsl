@@ -7,12 +7,17 @@
 // scores are computed twice instead, which the tensor cores can spare.
 // Subgroup (row block r, slab s) owns output rows 16·r .. 16·r + 15 and dimensions
 // SLAB·s .. SLAB·s + SLAB - 1 as 16 × 16 accumulators (four in a slab of 64 dimensions, two in
-// one of 32 with NARROW_SLABS, for heads such as Phi-3's 96); the subgroups share out the
-// BR × BC score fragments of each key tile. A tile's keys, then its values, are staged in
-// shared memory by every thread at once in 16-byte loads, issued while the tensor cores work on
-// the tile before: cooperative loads straight from the cache, one dependent load per product,
-// left the kernel waiting on memory (an H200 ran it at ~15 TFLOPS). HEAD_DIM must be a
-// multiple of SLAB.
+// one of 32 with NARROW_SLABS); the subgroups share out the BR × BC score fragments of each key
+// tile. A tile's keys, then its values, are staged in shared memory by every thread at once in
+// 16-byte loads, issued while the tensor cores work on the tile before: cooperative loads
+// straight from the cache, one dependent load per product, left the kernel waiting on memory
+// (an H200 ran it at ~15 TFLOPS), and loading the pieces as f16, two 8-byte loads each, instead
+// of converting them made it 18-25% slower. HEAD_DIM must be a multiple of SLAB.
+// The scalar part of a tile (its rows' maxima, then their weights) is what bounds the kernel
+// (switched off, an H200's pp512 at depth 4096 took 60% less attention time on Llama 3.2 1B):
+// each thread keeps to one row and its own four-key pieces of every tile, read and written four
+// at a time, and carries its max and weight sum across tiles in registers, and the tiles every
+// query of the block sees whole skip the per-key masks.
 // With QUERY_REGISTERS (heads of 64, 128 and 256) each subgroup loads its row block's query fragments
 // once into registers and the subgroups of a row block share out its key blocks for the scores:
 // the query tile is staged only on its way there, in the key tile's place (BR <= BC), and the
@@ -58,9 +63,9 @@ const SUBGROUPS = ROW_BLOCKS * SLABS;
 // Rows of the query tile are padded by 8 values so they start 16 bytes apart without all
 // falling on the same banks.
 const Q_STRIDE = HEAD_DIM + 8u;
-// Rows of scores and weights likewise (16 bytes of padding): the PER_ROW threads of a row
-// read its neighbouring keys, and the rows of a subgroup start on different banks.
-const SCORE_STRIDE = BC + 4u;
+// Rows of scores padded by SCORE_PAD values, so that the rows a quarter-subgroup reads four
+// values a thread fall on different banks, and of weights by 8 (16 bytes).
+const SCORE_STRIDE = BC + SCORE_PAD;
 const WEIGHT_STRIDE = BC + 8u;
 // Rows of the key or value tile in vec4<f16>, padded like the query tile's.
 const KV_STRIDE = (HEAD_DIM + 8u) / 4u;
@@ -69,9 +74,11 @@ const ROW_PIECES = HEAD_DIM / 8u;
 const TILE_PIECES = BC * ROW_PIECES;
 const COPIES = (TILE_PIECES + WG - 1u) / WG;
 // Threads that share out a row's keys of a tile, consecutive lanes of one subgroup: a power
-// of two (ROW_LANES, set to the largest one up to WG / BR), so that threads from BR · PER_ROW
+// of two (ROW_LANES, set to the largest one up to WG / BR and BC / 4), so that threads from BR · PER_ROW
 // on only join the passes' shuffles.
 const PER_ROW = ROW_LANES;
+// Four-key pieces of a tile row each of its PER_ROW threads takes: part, part + PER_ROW, ….
+const ROW_PIECES_PER_LANE = BC / 4u / PER_ROW;
 const NO_SCORE = -3.0e38;
 
 #ifndef QUERY_REGISTERS
@@ -82,11 +89,11 @@ var<workgroup> q_tile: array<f16, BR * Q_STRIDE>;
 // of the values' product (row-major). With QUERY_REGISTERS it first holds the block's scaled
 // queries ([row][dimension], BR <= BC), on their way to each subgroup's registers.
 var<workgroup> kv_tile: array<vec4<f16>, BC * KV_STRIDE>;
-// A key tile's scores: [row][key]; at the end, one output fragment per subgroup on its way to
-// `out` (SCORES_LEN is the larger of the two).
-var<workgroup> scores: array<f32, SCORES_LEN>;
-// Its weights exp(score - max), the A operand of the values' product: [row][key].
-var<workgroup> weights: array<f16, BR * WEIGHT_STRIDE>;
+// A key tile's scores: [row][key] four at a time; at the end, one output fragment per subgroup
+// on its way to `out` (SCORES_LEN values, the larger of the two).
+var<workgroup> scores: array<vec4<f32>, SCORES_LEN / 4>;
+// Its weights exp(score - max), the A operand of the values' product: [row][key] four at a time.
+var<workgroup> weights: array<vec4<f16>, BR * WEIGHT_STRIDE / 4>;
 var<workgroup> row_max: array<f32, BR>;
 var<workgroup> row_sum: array<f32, BR>;
 #ifdef QUERY_REGISTERS
@@ -160,7 +167,7 @@ fn tile_scores(subgroup: u32) {
             let b = coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key * KV_STRIDE + d / 4u], KV_STRIDE);
             s = coopMultiplyAdd(a, b, s);
         }
-        coopStoreT(s, &scores[row * SCORE_STRIDE + key], SCORE_STRIDE);
+        coopStoreT(s, &scores[(row * SCORE_STRIDE + key) / 4u], SCORE_STRIDE / 4u);
     }
 }
 #else
@@ -191,7 +198,7 @@ fn tile_scores(subgroup: u32) {
         s = coopMultiplyAdd(q14, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 56u], KV_STRIDE), s);
         s = coopMultiplyAdd(q15, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 60u], KV_STRIDE), s);
 #endif
-        coopStoreT(s, &scores[row * SCORE_STRIDE + block * FRAGMENT], SCORE_STRIDE);
+        coopStoreT(s, &scores[(row * SCORE_STRIDE + block * FRAGMENT) / 4u], SCORE_STRIDE / 4u);
     }
 }
 #endif
@@ -250,10 +257,6 @@ fn main(
         q_tile[at + 3u] = h.w;
 #endif
     }
-    for (var row = lid; row < BR; row += WG) {
-        row_max[row] = NO_SCORE;
-        row_sum[row] = 0.0;
-    }
     workgroupBarrier();
 
     let row_block = (subgroup / SLABS) * FRAGMENT;
@@ -289,6 +292,13 @@ fn main(
     var o2 = coop_mat16x16<f32, C>();
     var o3 = coop_mat16x16<f32, C>();
 #endif
+    // The thread's row of the block and its part of the row's keys: threads from BR · PER_ROW
+    // on read the last row but write nothing.
+    let lanes = RowLanes(min(lid / PER_ROW, BR - 1u), lid % PER_ROW, lid < BR * PER_ROW);
+    // Every query of the block sees every key of the tiles from whole_first to whole_end.
+    let whole_first = ((first_key(end - 1u) + BC - 1u) / BC) * BC;
+    let whole_end = ((pos0 + 1u) / BC) * BC;
+    var largest = NO_SCORE;
     var pieces = fetch(split_first, kv_base, false, lid);
     for (var tile = split_first; tile < split_end; tile += BC) {
         stage(pieces, lid);
@@ -299,8 +309,11 @@ fn main(
         tile_scores(subgroup);
         workgroupBarrier();
         // The next tile's staging writes only kv_tile, which no one reads from here on.
-        raise_row_max(tile, pos0, n_queries, lid);
+        let whole = tile >= whole_first && tile + BC <= whole_end;
+        largest = max(largest, tile_max(tile, pos0, n_queries, whole, lanes));
     }
+    largest = row_lanes_max(largest);
+    var sum = 0.0;
     pieces = fetch(split_first, kv_base, false, lid);
     for (var tile = split_first; tile < split_end; tile += BC) {
         stage(pieces, lid);
@@ -308,14 +321,15 @@ fn main(
         pieces = fetch(tile, kv_base, true, lid);
         tile_scores(subgroup);
         workgroupBarrier();
-        weigh_row(tile, pos0, n_queries, lid);
+        let whole = tile >= whole_first && tile + BC <= whole_end;
+        sum += weigh_row(tile, pos0, n_queries, whole, lanes, largest);
         stage(pieces, lid);
         workgroupBarrier();
         if (tile + BC < split_end) {
             pieces = fetch(tile + BC, kv_base, false, lid);
         }
         for (var key = 0u; key < BC; key += FRAGMENT) {
-            let a = coopLoadT<coop_mat16x16<f16, A>>(&weights[row_block * WEIGHT_STRIDE + key], WEIGHT_STRIDE);
+            let a = coopLoadT<coop_mat16x16<f16, A>>(&weights[(row_block * WEIGHT_STRIDE + key) / 4u], WEIGHT_STRIDE / 4u);
             let at = key * KV_STRIDE + slab / 4u;
             o0 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&kv_tile[at], KV_STRIDE), o0);
             o1 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&kv_tile[at + 4u], KV_STRIDE), o1);
@@ -327,6 +341,12 @@ fn main(
         // The next tile's keys, scores and weights overwrite these.
         workgroupBarrier();
     }
+    sum = row_lanes_sum(sum);
+    if (lanes.part == 0u && lanes.owns_row) {
+        row_max[lanes.row] = largest;
+        row_sum[lanes.row] = sum;
+    }
+    // (store_output's barrier makes them visible before they are read.)
     let rows = OutputRows(t0, n_queries, head, split, splits);
     store_output(o0, row_block, slab, rows, subgroup, lane);
     store_output(o1, row_block, slab + 16u, rows, subgroup, lane);
@@ -366,45 +386,55 @@ fn row_lanes_sum(value: f32) -> f32 {
     return result;
 }
 
-// First pass: raises each row's max by the tile's scores its query sees. Thread `lid` takes
-// keys part, part + PER_ROW, … of row lid / PER_ROW.
-fn raise_row_max(tile: u32, pos0: u32, n_queries: u32, lid: u32) {
-    // Threads from BR · PER_ROW on read the last row but write nothing.
-    let row = min(lid / PER_ROW, BR - 1u);
-    let owns_row = lid < BR * PER_ROW;
-    let part = lid % PER_ROW;
-    var tile_max = NO_SCORE;
-    for (var key = part; key < BC; key += PER_ROW) {
-        let score = scores[row * SCORE_STRIDE + key];
-        tile_max = select(tile_max, max(tile_max, score), sees(row, tile + key, pos0, n_queries));
-    }
-    tile_max = row_lanes_max(tile_max);
-    if (part == 0u && owns_row) {
-        row_max[row] = max(row_max[row], tile_max);
-    }
+// A thread's share of the scalar passes: row `row` of the block, its four-key pieces part,
+// part + PER_ROW, … of each tile; only threads that own their row write.
+struct RowLanes {
+    row: u32,
+    part: u32,
+    owns_row: bool,
 }
 
-// Second pass: the weights exp(score - max) of the tile's keys (0 for keys the query does not
-// see), added to each row's sum.
-fn weigh_row(tile: u32, pos0: u32, n_queries: u32, lid: u32) {
-    // Threads from BR · PER_ROW on read the last row but write nothing.
-    let row = min(lid / PER_ROW, BR - 1u);
-    let owns_row = lid < BR * PER_ROW;
-    let part = lid % PER_ROW;
-    let largest = row_max[row];
-    var sum = 0.0;
-    for (var key = part; key < BC; key += PER_ROW) {
-        let score = scores[row * SCORE_STRIDE + key];
-        let w = select(0.0, exp(score - largest), sees(row, tile + key, pos0, n_queries));
-        if (owns_row) {
-            weights[row * WEIGHT_STRIDE + key] = f16(w);
+// Which of the four keys from `key_pos` the query of block row `row` sees.
+fn sees4(row: u32, key_pos: u32, pos0: u32, n_queries: u32) -> vec4<bool> {
+    return vec4<bool>(
+        sees(row, key_pos, pos0, n_queries),
+        sees(row, key_pos + 1u, pos0, n_queries),
+        sees(row, key_pos + 2u, pos0, n_queries),
+        sees(row, key_pos + 3u, pos0, n_queries),
+    );
+}
+
+// First pass: the largest of the tile's scores in the thread's pieces that its row's query sees
+// (all of them in a `whole` tile).
+fn tile_max(tile: u32, pos0: u32, n_queries: u32, whole: bool, lanes: RowLanes) -> f32 {
+    var largest = vec4<f32>(NO_SCORE);
+    for (var i = 0u; i < ROW_PIECES_PER_LANE; i++) {
+        let piece = lanes.part + i * PER_ROW;
+        var score = scores[lanes.row * (SCORE_STRIDE / 4u) + piece];
+        if (!whole) {
+            score = select(vec4<f32>(NO_SCORE), score, sees4(lanes.row, tile + piece * 4u, pos0, n_queries));
+        }
+        largest = max(largest, score);
+    }
+    return max(max(largest.x, largest.y), max(largest.z, largest.w));
+}
+
+// Second pass: the weights exp(score - largest) of the thread's pieces (0 for keys the query
+// does not see), into `weights`; returns their sum.
+fn weigh_row(tile: u32, pos0: u32, n_queries: u32, whole: bool, lanes: RowLanes, largest: f32) -> f32 {
+    var sum = vec4<f32>(0.0);
+    for (var i = 0u; i < ROW_PIECES_PER_LANE; i++) {
+        let piece = lanes.part + i * PER_ROW;
+        var w = exp(scores[lanes.row * (SCORE_STRIDE / 4u) + piece] - largest);
+        if (!whole) {
+            w = select(vec4<f32>(0.0), w, sees4(lanes.row, tile + piece * 4u, pos0, n_queries));
+        }
+        if (lanes.owns_row) {
+            weights[lanes.row * (WEIGHT_STRIDE / 4u) + piece] = vec4<f16>(w);
         }
         sum += w;
     }
-    sum = row_lanes_sum(sum);
-    if (part == 0u && owns_row) {
-        row_sum[row] += sum;
-    }
+    return sum.x + sum.y + sum.z + sum.w;
 }
 
 // Where a workgroup's output goes: the rows of queries t0 .. t0 + n_queries - 1 of `head`, as
@@ -422,7 +452,7 @@ struct OutputRows {
 // leaves it undivided in its partials.
 fn store_output(o: coop_mat16x16<f32, C>, row: u32, dim: u32, rows: OutputRows, subgroup: u32, lane: u32) {
     let slot = subgroup * FRAGMENT * FRAGMENT;
-    coopStoreT(o, &scores[slot], FRAGMENT);
+    coopStoreT(o, &scores[slot / 4u], FRAGMENT / 4u);
     workgroupBarrier();
     for (var i = lane; i < FRAGMENT * FRAGMENT; i += 32u) {
         let r = row + i / FRAGMENT;
@@ -431,11 +461,11 @@ fn store_output(o: coop_mat16x16<f32, C>, row: u32, dim: u32, rows: OutputRows, 
             let d = dim + i % FRAGMENT;
 #ifdef KEY_SPLITS
             if (rows.splits > 1u) {
-                split_acc[(at * rows.splits + rows.split) * HEAD_DIM + d] = scores[slot + i];
+                split_acc[(at * rows.splits + rows.split) * HEAD_DIM + d] = scores[(slot + i) / 4u][i % 4u];
                 continue;
             }
 #endif
-            out[at * HEAD_DIM + d] = scores[slot + i] / row_sum[r];
+            out[at * HEAD_DIM + d] = scores[(slot + i) / 4u][i % 4u] / row_sum[r];
         }
     }
     workgroupBarrier();

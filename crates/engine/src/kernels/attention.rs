@@ -246,6 +246,8 @@ pub struct FlashTile {
     pub rows: u32,
     pub keys: u32,
     pub head_dim: u32,
+    /// Dimensions of the head each subgroup's accumulators hold: 32 or 64.
+    pub slab: u32,
     /// Each subgroup keeps its row block's query fragments in registers for the scores, and
     /// the query tile, staged once, shares the key tile's shared memory.
     pub query_registers: bool,
@@ -256,7 +258,10 @@ impl FlashTile {
     /// and a head dimension that is a multiple of 32 (64, 96, 128, 256).
     pub fn for_cache(ctx: &GpuContext, cache: &KvCache) -> Option<FlashTile> {
         let suits = ctx.caps.cooperative_matrix && cache.f16 && Self::suits(cache.head_dim);
-        FlashTile::new(cache.head_dim, ctx.caps.max_workgroup_storage_bytes).filter(|_| suits)
+        if !suits {
+            return None;
+        }
+        FlashTile::new(cache.head_dim, ctx.caps.max_workgroup_storage_bytes)
     }
 
     /// Whether the kernel takes heads of `head_dim` values: a multiple of 32 (64, 96, 128, 256).
@@ -272,17 +277,25 @@ impl FlashTile {
     /// tile would not fit `max_shared_bytes`, the query tile is staged and keys go 64 at a time
     /// or fewer (32 for heads of 96 and 128: 64 rows of 32-key tiles prefilled Llama 8B and
     /// Phi-3.5 at depth 4096 15-18% faster than 32 rows of 64-key tiles, and 16 rows were 3×
-    /// slower; `bench/results/2026-11-27-h200-flash-rows/`).
+    /// slower; `bench/results/2026-11-27-h200-flash-rows/`). All in `slab_for`'s slabs first,
+    /// then in slabs of 64, whose fewer subgroups stage fewer output fragments, for adapters
+    /// with less shared memory.
     pub fn new(head_dim: u32, max_shared_bytes: u32) -> Option<FlashTile> {
         let rows = Self::rows_for(head_dim);
-        let registers = Self::query_registers_suit(head_dim).then_some(FlashTile {
-            rows,
-            keys: 64,
-            head_dim,
-            query_registers: true,
+        let wide = head_dim.is_multiple_of(64).then_some(64);
+        let mut tiles = [Some(Self::slab_for(head_dim)), wide].into_iter().flatten().flat_map(|slab| {
+            let registers = Self::query_registers_suit(head_dim).then_some(FlashTile {
+                rows,
+                keys: 64,
+                head_dim,
+                slab,
+                query_registers: true,
+            });
+            let staged =
+                [64, 32, 16].map(|keys| FlashTile { rows, keys, head_dim, slab, query_registers: false });
+            registers.into_iter().chain(staged)
         });
-        let staged = [64, 32, 16].map(|keys| FlashTile { rows, keys, head_dim, query_registers: false });
-        registers.into_iter().chain(staged).find(|tile| tile.shared_bytes() <= max_shared_bytes)
+        tiles.find(|tile| tile.shared_bytes() <= max_shared_bytes)
     }
 
     /// Query fragments stay in registers where each subgroup's share of a tile's scores is
@@ -301,29 +314,44 @@ impl FlashTile {
         }
     }
 
-    /// Dimensions per subgroup: 64, or 32 where the head is not a multiple of 64.
-    fn slab(self) -> u32 {
-        if self.head_dim.is_multiple_of(64) {
-            64
-        } else {
+    /// Dimensions per subgroup: 32 for heads up to 128, whose workgroups then have twice or four
+    /// times the threads for the scalar passes (on an H200 pp512 at depth 4096 +11% on Llama
+    /// 3.2 1B, +1-2% on Llama 3.1 8B and Qwen3 4B over slabs of 64), and 64 for wider ones
+    /// (Gemma 3's 256: 512 threads over 32 rows took 60% longer;
+    /// `bench/results/2026-11-28-h200-attention-scalar/`).
+    fn slab_for(head_dim: u32) -> u32 {
+        if head_dim <= 128 || !head_dim.is_multiple_of(64) {
             32
+        } else {
+            64
         }
     }
 
     fn subgroups(self) -> u32 {
-        (self.rows / 16) * (self.head_dim / self.slab())
+        (self.rows / 16) * (self.head_dim / self.slab)
     }
 
-    /// Lanes that share out a query row's keys: the largest power of two up to threads / rows.
+    /// Lanes that share out a query row's keys, four at a time: the largest power of two up to
+    /// threads / rows and a tile's keys / 4.
     fn row_lanes(self) -> u32 {
-        let per_row = 32 * self.subgroups() / self.rows;
+        let per_row = (32 * self.subgroups() / self.rows).min(self.keys / 4);
         1 << per_row.ilog2()
     }
 
-    /// f32 values of the scores array: a tile's scores (rows padded by 16 bytes), or an output
-    /// fragment per subgroup at the end, whichever is more.
+    /// Values a row of scores is padded by: a quarter-subgroup's eight threads read 16 bytes
+    /// each from 8 / row_lanes rows, which fall on different banks where the rows start
+    /// 4 · row_lanes values apart modulo the 32 banks (at least 4, for the tensor cores' stores).
+    fn score_pad(self) -> u32 {
+        match (4 * self.row_lanes() + 32 - self.keys % 32) % 32 {
+            0 => 4,
+            pad => pad,
+        }
+    }
+
+    /// f32 values of the scores array: a tile's scores (rows padded by `score_pad`), or an
+    /// output fragment per subgroup at the end, whichever is more.
     fn scores_len(self) -> u32 {
-        (self.rows * (self.keys + 4)).max(self.subgroups() * 256)
+        (self.rows * (self.keys + self.score_pad())).max(self.subgroups() * 256)
     }
 
     /// Shared memory the kernel declares: the f16 query tile (unless in registers) and key or
@@ -349,10 +377,11 @@ impl FlashTile {
             Define::u32("SCORES_LEN", self.scores_len()),
             Define::u32("WG", 32 * self.subgroups()),
             Define::u32("ROW_LANES", self.row_lanes()),
+            Define::u32("SCORE_PAD", self.score_pad()),
             Define::u32("N_SPLITS", splits.most),
         ];
         defines.extend(splits.defines());
-        if self.slab() == 32 {
+        if self.slab == 32 {
             defines.push(Define::flag("NARROW_SLABS"));
         }
         if self.query_registers {
@@ -576,6 +605,7 @@ mod flash_tests {
         for head_dim in [64, 96, 128, 256] {
             let chosen = FlashTile::new(head_dim, 48 << 10).unwrap();
             assert_eq!(chosen.query_registers, head_dim != 96);
+            assert_eq!(chosen.slab, if head_dim <= 128 { 32 } else { 64 });
             // The staged query tile too, where shared memory is short of the registers' tile.
             let staged = FlashTile::new(head_dim, 35 << 10).unwrap();
             assert!(!staged.query_registers);
