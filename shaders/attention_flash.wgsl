@@ -18,7 +18,7 @@
 // each thread keeps to one row and its own four-key pieces of every tile, read and written four
 // at a time, and carries its max and weight sum across tiles in registers, and the tiles every
 // query of the block sees whole skip the per-key masks.
-// With QUERY_REGISTERS (heads of 64, 128 and 256) each subgroup loads its row block's query fragments
+// With QUERY_REGISTERS (heads of 64, 96, 128 and 256) each subgroup loads its row block's query fragments
 // once into registers and the subgroups of a row block share out its key blocks for the scores:
 // the query tile is staged only on its way there, in the key tile's place (BR <= BC), and the
 // shared memory it frees takes 64-key tiles, half the barriers a key.
@@ -102,9 +102,11 @@ var<private> q0: coop_mat16x16<f16, A>;
 var<private> q1: coop_mat16x16<f16, A>;
 var<private> q2: coop_mat16x16<f16, A>;
 var<private> q3: coop_mat16x16<f16, A>;
-#ifdef QUERY_FRAGMENTS_8
+#ifdef QUERY_FRAGMENTS_6
 var<private> q4: coop_mat16x16<f16, A>;
 var<private> q5: coop_mat16x16<f16, A>;
+#endif
+#ifdef QUERY_FRAGMENTS_8
 var<private> q6: coop_mat16x16<f16, A>;
 var<private> q7: coop_mat16x16<f16, A>;
 #endif
@@ -182,9 +184,11 @@ fn tile_scores(subgroup: u32) {
         s = coopMultiplyAdd(q1, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 4u], KV_STRIDE), s);
         s = coopMultiplyAdd(q2, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 8u], KV_STRIDE), s);
         s = coopMultiplyAdd(q3, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 12u], KV_STRIDE), s);
-#ifdef QUERY_FRAGMENTS_8
+#ifdef QUERY_FRAGMENTS_6
         s = coopMultiplyAdd(q4, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 16u], KV_STRIDE), s);
         s = coopMultiplyAdd(q5, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 20u], KV_STRIDE), s);
+#endif
+#ifdef QUERY_FRAGMENTS_8
         s = coopMultiplyAdd(q6, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 24u], KV_STRIDE), s);
         s = coopMultiplyAdd(q7, coopLoad<coop_mat16x16<f16, B>>(&kv_tile[key + 28u], KV_STRIDE), s);
 #endif
@@ -267,9 +271,11 @@ fn main(
     q1 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 4u], KV_STRIDE);
     q2 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 8u], KV_STRIDE);
     q3 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 12u], KV_STRIDE);
-#ifdef QUERY_FRAGMENTS_8
+#ifdef QUERY_FRAGMENTS_6
     q4 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 16u], KV_STRIDE);
     q5 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 20u], KV_STRIDE);
+#endif
+#ifdef QUERY_FRAGMENTS_8
     q6 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 24u], KV_STRIDE);
     q7 = coopLoadT<coop_mat16x16<f16, A>>(&kv_tile[query + 28u], KV_STRIDE);
 #endif

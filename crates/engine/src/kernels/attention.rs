@@ -269,11 +269,12 @@ impl FlashTile {
         head_dim.is_multiple_of(32)
     }
 
-    /// 64 queries per workgroup for heads up to 128, 32 for wider ones. Heads of 64, 128 and 256
-    /// keep their query fragments in registers and take keys 64 at a time (on an H200 pp512 at
+    /// 64 queries per workgroup for heads up to 128, 32 for wider ones. Heads of 64, 96, 128 and
+    /// 256 keep their query fragments in registers and take keys 64 at a time (on an H200 pp512 at
     /// depth 4096 5-9% faster than the staged query tile with 32-key tiles on the Llama 1B-8B and
-    /// Qwen shapes, 1-2% on Gemma 3 4B and 12B; `bench/results/2026-11-27-h200-query-registers/`,
-    /// `…-query-registers-256/`). Otherwise, and where that
+    /// Qwen shapes, 8% on Phi-3.5, 1-2% on Gemma 3 4B and 12B;
+    /// `bench/results/2026-11-27-h200-query-registers/`, `…-query-registers-256/`,
+    /// `bench/results/2026-11-28-h200-attention-scalar/`). Otherwise, and where that
     /// tile would not fit `max_shared_bytes`, the query tile is staged and keys go 64 at a time
     /// or fewer (32 for heads of 96 and 128: 64 rows of 32-key tiles prefilled Llama 8B and
     /// Phi-3.5 at depth 4096 15-18% faster than 32 rows of 64-key tiles, and 16 rows were 3×
@@ -299,11 +300,10 @@ impl FlashTile {
     }
 
     /// Query fragments stay in registers where each subgroup's share of a tile's scores is
-    /// whole key blocks of its own row block: heads of 64, 128 and 256 (one, two or four slabs
-    /// over 64-key tiles, four key blocks; the query tile is staged in the key tile, which has at
-    /// least as many rows).
+    /// whole key blocks of its own row block: heads of 64, 96, 128 and 256 (4, 6, 8 or 16
+    /// fragments; the query tile is staged in the key tile, which has at least as many rows).
     fn query_registers_suit(head_dim: u32) -> bool {
-        head_dim.is_multiple_of(64) && head_dim <= 256
+        matches!(head_dim, 64 | 96 | 128 | 256)
     }
 
     fn rows_for(head_dim: u32) -> u32 {
@@ -386,7 +386,10 @@ impl FlashTile {
         }
         if self.query_registers {
             defines.push(Define::flag("QUERY_REGISTERS"));
-            // Fragments of 16 dimensions: 4, 8 or 16.
+            // Fragments of 16 dimensions: 4, 6, 8 or 16.
+            if self.head_dim >= 96 {
+                defines.push(Define::flag("QUERY_FRAGMENTS_6"));
+            }
             if self.head_dim >= 128 {
                 defines.push(Define::flag("QUERY_FRAGMENTS_8"));
             }
@@ -604,7 +607,7 @@ mod flash_tests {
     fn flash_attention_translates_to_spirv_for_each_head_dimension() {
         for head_dim in [64, 96, 128, 256] {
             let chosen = FlashTile::new(head_dim, 48 << 10).unwrap();
-            assert_eq!(chosen.query_registers, head_dim != 96);
+            assert!(chosen.query_registers);
             assert_eq!(chosen.slab, if head_dim <= 128 { 32 } else { 64 });
             // The staged query tile too, where shared memory is short of the registers' tile.
             let staged = FlashTile::new(head_dim, 35 << 10).unwrap();
