@@ -3,15 +3,13 @@
 //   add: a += b, the residual connection.
 //   add_row: a[t] += b for every token row t, a bias.
 //   copy_last_row: b[0..row_len] = a[last token's row], the hidden state the LM head reads.
-//   sum_slices: b = Σ_s a[s·slice_stride ..], the partial sums of a split-K matmul.
 #include "step.wgsl"
 
 struct Params {
     row_len: u32,
-    // sum_slices only.
-    slices: u32,
-    slice_stride: u32,
-    _pad: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> a: array<f32>;
@@ -54,17 +52,5 @@ fn copy_last_row(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     let i = linear_index(gid, nwg);
     if (i < params.row_len) {
         b[i] = a[(step.n_tokens - 1u) * params.row_len + i];
-    }
-}
-
-@compute @workgroup_size(WG)
-fn sum_slices(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_index(gid, nwg);
-    if (i < step.n_tokens * params.row_len) {
-        var sum = 0.0;
-        for (var slice = 0u; slice < params.slices; slice++) {
-            sum += a[slice * params.slice_stride + i];
-        }
-        b[i] = sum;
     }
 }

@@ -28,7 +28,7 @@ struct SliceParams {
 #[cfg(test)]
 #[test]
 fn slice_params_match_wgsl() {
-    super::wgsl_layout::assert_wgsl_layout!(SliceParams, "elementwise.wgsl", "Params", { row_len: u32, slices: u32, slice_stride: u32 });
+    super::wgsl_layout::assert_wgsl_layout!(SliceParams, "sum_slices.wgsl", "Params", { row_len: u32, slices: u32, slice_stride: u32 });
 }
 
 /// The activation of a gated feed-forward block.
@@ -179,14 +179,21 @@ pub fn record_sum_slices(
     }
     let params =
         ctx.uniform_buffer(label, &SliceParams { row_len, slices: count, slice_stride: stride, _pad: 0 });
+    let mut defines = base_defines();
+    let width = if row_len.is_multiple_of(4) && stride.is_multiple_of(4) {
+        defines.push(Define::flag("VECTORS"));
+        4
+    } else {
+        1
+    };
     ops.push(make_dispatch(
         ctx,
         label,
-        "elementwise.wgsl",
-        "sum_slices",
-        &base_defines(),
+        "sum_slices.wgsl",
+        "main",
+        &defines,
         &[scratch.buffer(), sum.buffer(), step.buffer(), &params],
-        threads_per_token(ctx, row_len),
+        threads_per_token(ctx, row_len / width),
     )?);
     Ok(())
 }
