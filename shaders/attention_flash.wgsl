@@ -301,9 +301,8 @@ fn main(
     // The thread's row of the block and its part of the row's keys: threads from BR · PER_ROW
     // on read the last row but write nothing.
     let lanes = RowLanes(min(lid / PER_ROW, BR - 1u), lid % PER_ROW, lid < BR * PER_ROW);
-    // Every query of the block sees every key of the tiles from whole_first to whole_end.
-    let whole_first = ((first_key(end - 1u) + BC - 1u) / BC) * BC;
-    let whole_end = ((pos0 + 1u) / BC) * BC;
+    // Every query of the block sees every key of the tiles in [whole.x, whole.y).
+    let whole = vec2<u32>(((first_key(end - 1u) + BC - 1u) / BC) * BC, ((pos0 + 1u) / BC) * BC);
     var largest = NO_SCORE;
     var pieces = fetch(split_first, kv_base, false, lid);
     for (var tile = split_first; tile < split_end; tile += BC) {
@@ -315,8 +314,7 @@ fn main(
         tile_scores(subgroup);
         workgroupBarrier();
         // The next tile's staging writes only kv_tile, which no one reads from here on.
-        let whole = tile >= whole_first && tile + BC <= whole_end;
-        largest = max(largest, tile_max(tile, pos0, n_queries, whole, lanes));
+        largest = max(largest, tile_max(tile, pos0, n_queries, is_whole(tile, whole), lanes));
     }
     largest = row_lanes_max(largest);
     var sum = 0.0;
@@ -327,8 +325,7 @@ fn main(
         pieces = fetch(tile, kv_base, true, lid);
         tile_scores(subgroup);
         workgroupBarrier();
-        let whole = tile >= whole_first && tile + BC <= whole_end;
-        sum += weigh_row(tile, pos0, n_queries, whole, lanes, largest);
+        sum += weigh_row(tile, pos0, n_queries, is_whole(tile, whole), lanes, largest);
         stage(pieces, lid);
         workgroupBarrier();
         if (tile + BC < split_end) {
@@ -398,6 +395,12 @@ struct RowLanes {
     row: u32,
     part: u32,
     owns_row: bool,
+}
+
+// Whether the tile at `tile` lies in the block's whole tiles [whole.x, whole.y): both passes must
+// mask the same tiles.
+fn is_whole(tile: u32, whole: vec2<u32>) -> bool {
+    return tile >= whole.x && tile + BC <= whole.y;
 }
 
 // Which of the four keys from `key_pos` the query of block row `row` sees.

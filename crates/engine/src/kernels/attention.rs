@@ -283,8 +283,9 @@ impl FlashTile {
     /// with less shared memory.
     pub fn new(head_dim: u32, max_shared_bytes: u32) -> Option<FlashTile> {
         let rows = Self::rows_for(head_dim);
-        let wide = head_dim.is_multiple_of(64).then_some(64);
-        let mut tiles = [Some(Self::slab_for(head_dim)), wide].into_iter().flatten().flat_map(|slab| {
+        let preferred = Self::slab_for(head_dim);
+        let wide = (preferred != 64 && head_dim.is_multiple_of(64)).then_some(64);
+        let mut tiles = [Some(preferred), wide].into_iter().flatten().flat_map(|slab| {
             let registers = Self::query_registers_suit(head_dim).then_some(FlashTile {
                 rows,
                 keys: 64,
