@@ -8,15 +8,16 @@
 // With `pair_offset` > 0 (a gate and an up matrix stacked, the up rows pair_offset rows after
 // the gate rows) the rows come out interleaved 16 at a time for matmul_half.wgsl's GATED: out
 // rows 32g .. 32g + 15 are W rows 16g .., out rows 32g + 16 .. the same rows + pair_offset.
+// The rows land from out row `out_row0` on (the parts of matmul_half.wgsl's STACKED).
 struct Params {
     rows: u32,
     row_len: u32,
     row_bytes: u32,
     weight_row0: u32,
     pair_offset: u32,
+    out_row0: u32,
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
@@ -43,5 +44,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let k = (index % per_row) * VALUES;
     let block_byte = weight_row * params.row_bytes + (k / BLOCK_LEN) * BLOCK_BYTES;
-    out[index] = vec4<u32>(half_pack(dequant4(block_byte, k % BLOCK_LEN)), half_pack(dequant4(block_byte, k % BLOCK_LEN + 4u)));
+    out[params.out_row0 * per_row + index] = vec4<u32>(half_pack(dequant4(block_byte, k % BLOCK_LEN)), half_pack(dequant4(block_byte, k % BLOCK_LEN + 4u)));
 }

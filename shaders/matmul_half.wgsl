@@ -17,6 +17,12 @@
 // 32g .. 32g + 15 are gate rows 16g .., rows 32g + 16 .. their up rows, so a subgroup's
 // fragments 0 and 1 (2 and 3) hold a gate fragment and its up fragment; Y row r of the product
 // (params.rows / 2 of them) takes act(gate row r)·(up row r). K is not split.
+//
+// STACKED: three products of one input in one (a layer's q, k and v): W's rows are the three
+// matrices' rows one after the other, parts starting at rows part1_row and part2_row (whole
+// tiles apart, so a workgroup's rows lie in one part), and part p's rows go to output p
+// (y, y1, y2), as wide as the part. K is not split: the stacked rows fill the GPU where each
+// matrix alone would have split K and summed the slices.
 #include "step.wgsl"
 #ifdef GATED
 #include "activation.wgsl"
@@ -39,9 +45,10 @@ struct Params {
     splits: u32,
     split_len: u32,
     split_stride: u32,
+    // STACKED: W's rows where parts 1 and 2 start.
+    part1_row: u32,
+    part2_row: u32,
     _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 // Eight f16 values to an element.
@@ -50,6 +57,10 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<storage, read> step: Step;
 @group(0) @binding(4) var<uniform> params: Params;
+#ifdef STACKED
+@group(0) @binding(5) var<storage, read_write> y1: array<f32>;
+@group(0) @binding(6) var<storage, read_write> y2: array<f32>;
+#endif
 #include "split_tile.wgsl"
 
 const FRAGMENT = 16u;
@@ -114,13 +125,60 @@ fn stage_all(lid: u32, p: Pieces) {
     }
 }
 
-// Writes fragment c (tokens token .. token + 15, rows row .. row + 15 of W). `inside` (the
-// same for the whole workgroup) says every value lies inside the product: stored straight to
-// y; else through the subgroup's slot of `fragments`, with barriers for the whole workgroup.
-fn store_fragment(c: coop_mat16x16<f32, C>, inside: bool, y0: u32, token: u32, n_tokens: u32, row: u32, subgroup: u32, lane: u32) {
+// Where the rows of a tile go: output `part` (STACKED; else y), whose element for token t and
+// tile row r is at base + t · stride + r.
+struct Target {
+    part: u32,
+    base: u32,
+    stride: u32,
+}
+
+fn target_of(split: u32, row0: u32) -> Target {
+#ifdef STACKED
+    if (row0 >= params.part2_row) {
+        return Target(2u, row0 - params.part2_row, params.rows - params.part2_row);
+    }
+    if (row0 >= params.part1_row) {
+        return Target(1u, row0 - params.part1_row, params.part2_row - params.part1_row);
+    }
+    return Target(0u, row0, params.part1_row);
+#else
+    return Target(0u, split * params.split_stride + params.first_row + row0, params.out_stride);
+#endif
+}
+
+fn store_value(part: u32, at: u32, value: f32) {
+#ifdef STACKED
+    if (part == 1u) {
+        y1[at] = value;
+        return;
+    }
+    if (part == 2u) {
+        y2[at] = value;
+        return;
+    }
+#endif
+    y[at] = value;
+}
+
+// Writes fragment c (tokens token .. token + 15, tile rows row .. row + 15) to `to`. `inside`
+// (the same for the whole workgroup) says every value lies inside the product: stored
+// straight to the output; else through the subgroup's slot of `fragments`, with barriers for
+// the whole workgroup.
+fn store_fragment(c: coop_mat16x16<f32, C>, inside: bool, to: Target, token: u32, n_tokens: u32, row: u32, row_end: u32, subgroup: u32, lane: u32) {
     if (inside) {
-        let at = y0 + token * params.out_stride + params.first_row + row;
-        let stride = params.out_stride;
+        let at = to.base + token * to.stride + row;
+        let stride = to.stride;
+#ifdef STACKED
+        if (to.part == 1u) {
+            coopStoreT(c, &y1[at], stride);
+            return;
+        }
+        if (to.part == 2u) {
+            coopStoreT(c, &y2[at], stride);
+            return;
+        }
+#endif
         coopStoreT(c, &y[at], stride);
         return;
     }
@@ -130,8 +188,8 @@ fn store_fragment(c: coop_mat16x16<f32, C>, inside: bool, y0: u32, token: u32, n
     for (var i = lane; i < FRAGMENT * FRAGMENT; i += 32u) {
         let t = token + i / FRAGMENT;
         let r = row + i % FRAGMENT;
-        if (t < n_tokens && r < params.rows) {
-            y[y0 + t * params.out_stride + params.first_row + r] = fragments[slot + i];
+        if (t < n_tokens && r < row_end) {
+            store_value(to.part, to.base + t * to.stride + r, fragments[slot + i]);
         }
     }
     workgroupBarrier();
@@ -214,24 +272,26 @@ fn product_tile(split: u32, row0: u32, token0: u32, n_tokens: u32, k_first: u32,
     }
     let token = token0 + token_base;
     let token1 = token + FRAGMENT;
-    let row = row0 + row_base;
 #ifdef GATED
-    let gated_row = row / 2u;
+    let gated_row = (row0 + row_base) / 2u;
     store_gated(c00, c01, token, n_tokens, gated_row, subgroup, lane);
     store_gated(c02, c03, token, n_tokens, gated_row + FRAGMENT, subgroup, lane);
     store_gated(c10, c11, token1, n_tokens, gated_row, subgroup, lane);
     store_gated(c12, c13, token1, n_tokens, gated_row + FRAGMENT, subgroup, lane);
 #else
     let inside = token0 + TILE_TOKENS <= n_tokens && row0 + TILE_ROWS <= params.rows;
-    let y0 = split * params.split_stride;
-    store_fragment(c00, inside, y0, token, n_tokens, row, subgroup, lane);
-    store_fragment(c01, inside, y0, token, n_tokens, row + FRAGMENT, subgroup, lane);
-    store_fragment(c02, inside, y0, token, n_tokens, row + 2u * FRAGMENT, subgroup, lane);
-    store_fragment(c03, inside, y0, token, n_tokens, row + 3u * FRAGMENT, subgroup, lane);
-    store_fragment(c10, inside, y0, token1, n_tokens, row, subgroup, lane);
-    store_fragment(c11, inside, y0, token1, n_tokens, row + FRAGMENT, subgroup, lane);
-    store_fragment(c12, inside, y0, token1, n_tokens, row + 2u * FRAGMENT, subgroup, lane);
-    store_fragment(c13, inside, y0, token1, n_tokens, row + 3u * FRAGMENT, subgroup, lane);
+    // Rows relative to the tile, so a part's rows count from its first.
+    let to = target_of(split, row0);
+    let r = row_base;
+    let end = params.rows - row0;
+    store_fragment(c00, inside, to, token, n_tokens, r, end, subgroup, lane);
+    store_fragment(c01, inside, to, token, n_tokens, r + FRAGMENT, end, subgroup, lane);
+    store_fragment(c02, inside, to, token, n_tokens, r + 2u * FRAGMENT, end, subgroup, lane);
+    store_fragment(c03, inside, to, token, n_tokens, r + 3u * FRAGMENT, end, subgroup, lane);
+    store_fragment(c10, inside, to, token1, n_tokens, r, end, subgroup, lane);
+    store_fragment(c11, inside, to, token1, n_tokens, r + FRAGMENT, end, subgroup, lane);
+    store_fragment(c12, inside, to, token1, n_tokens, r + 2u * FRAGMENT, end, subgroup, lane);
+    store_fragment(c13, inside, to, token1, n_tokens, r + 3u * FRAGMENT, end, subgroup, lane);
 #endif
 }
 

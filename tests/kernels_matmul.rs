@@ -1037,33 +1037,50 @@ fn matmul_over_parts_of_a_chunked_stack_matches_reference() {
     }
 }
 
-/// The parts of one stack as products of one input (`record_matmul_parts`, prefill's q, k and
+/// The parts of stacks as products of one input (`record_matmul_parts`, prefill's q, k and
 /// v): on tensor cores (not lavapipe), in a step of the f16 products, one conversion of the
-/// input serves every part's product, unsplit (large parts) or splitting K (small ones);
+/// input serves every part's product: three parts in whole tiles of rows in one product, from
+/// one stack or from two of different types (q and k in one, v in another, as Q4_K_M mixes
+/// them), other parts one product each, unsplit (large parts) or splitting K (small ones);
 /// elsewhere the tiled kernel per part.
 #[test]
 fn matmul_over_the_parts_of_a_stack_on_one_input_matches_reference() {
     let ctx = gpu(GpuOptions::default());
     let n_tokens = HALF_MIN_TOKENS + 37;
     let row_len = 256;
-    for part_rows in [[4096, 2048, 2048], [300, 64, 64]] {
-        let (parts, stacked) = stack(&ctx, GgmlType::Q4_K, row_len, &part_rows, 81);
-        let rows: usize = part_rows.iter().sum();
+    let cases: [&[(GgmlType, &[usize])]; 3] = [
+        &[(GgmlType::Q4_K, &[4096, 2048, 2048])],
+        &[(GgmlType::Q4_K, &[300, 64, 64])],
+        &[(GgmlType::Q4_K, &[256, 128]), (GgmlType::Q6_K, &[128])],
+    ];
+    for stacks in cases {
+        let built: Vec<(Vec<TestMatrix>, StackedMatrix)> = stacks
+            .iter()
+            .enumerate()
+            .map(|(i, &(ty, rows))| stack(&ctx, ty, row_len, rows, 81 + 10 * i as u64))
+            .collect();
+        // (matrix, its rows, the stack holding them, index there) for every part, in order.
+        let parts: Vec<(&TestMatrix, &StackedMatrix, usize)> = built
+            .iter()
+            .flat_map(|(parts, stacked)| parts.iter().enumerate().map(move |(index, m)| (m, stacked, index)))
+            .collect();
+        let rows: usize = parts.iter().map(|(m, ..)| m.rows).sum();
         let shape = HalfShape { max_row_len: row_len as u32, max_matrix_values: (rows * row_len) as u64 };
         let operands = HalfOperands::new(&ctx, n_tokens, shape);
         let splits = GpuTensor::zeroed(&ctx, "splits", 1, 8 * n_tokens * rows as u32, Element::F32);
         let x = values(n_tokens as usize * row_len, 82);
         let input = f32_tensor(&ctx, row_len, &x);
-        let outputs: Vec<GpuTensor> = part_rows
+        let outputs: Vec<GpuTensor> = parts
             .iter()
-            .map(|&r| GpuTensor::zeroed(&ctx, "Y", n_tokens, r as u32, Element::F32))
+            .map(|(m, ..)| GpuTensor::zeroed(&ctx, "Y", n_tokens, m.rows as u32, Element::F32))
             .collect();
-        let products: Vec<PartProduct> = outputs
+        let products: Vec<PartProduct> = parts
             .iter()
+            .zip(&outputs)
             .enumerate()
-            .map(|(index, output)| PartProduct {
-                label: format!("part{index}"),
-                part: MatrixRows { matrix: &stacked.matrix, rows: stacked.part_rows(index) },
+            .map(|(i, ((_, stacked, index), output))| PartProduct {
+                label: format!("part{i}"),
+                part: MatrixRows { matrix: &stacked.matrix, rows: stacked.part_rows(*index) },
                 output: ProductOutput {
                     output,
                     split_scratch: Some(&splits),
@@ -1075,12 +1092,12 @@ fn matmul_over_the_parts_of_a_stack_on_one_input_matches_reference() {
         let mut ops = OpList::new();
         record_matmul_parts(&ctx, &mut ops, &products, &input, &step).unwrap();
         run(&ctx, &ops, n_tokens);
-        for (index, (m, output)) in parts.iter().zip(&outputs).enumerate() {
+        for (index, ((m, ..), output)) in parts.iter().zip(&outputs).enumerate() {
             let expected: Vec<_> = (0..n_tokens as usize)
                 .flat_map(|t| (0..m.rows).map(move |r| (t, r)))
                 .map(|(t, r)| m.dot(r, &x[t * row_len..(t + 1) * row_len]))
                 .collect();
-            let label = format!("part {index} of a stack of {part_rows:?}");
+            let label = format!("part {index} of the stacks {stacks:?}");
             compare_within(&label, &read_tensor(&ctx, output), &expected, matmul_tolerance(&ctx)).unwrap();
         }
     }

@@ -1,12 +1,13 @@
 //! Prefill products on the tensor cores from f16 operands: the weight rows are dequantized to
 //! f16 a slice at a time (`dequantize_half.wgsl`), the step's activations converted once for
 //! the products of one input (`convert_half.wgsl`), and `matmul_half.wgsl` multiplies them
-//! (the gated feed-forward input's gate and up in one product), staging 16-byte
-//! loads through shared memory. The tiled kernel (`matmul_tiled.wgsl`) decodes every weight
-//! once per tile of tokens into shared memory, which held it far below the tensor cores'
-//! rate; here each weight is decoded once per step and the product is left nothing but loads
-//! and multiplies. The dequantization costs about a weight read and an f16 write and read,
-//! which a large step amortizes: steps of fewer than `MIN_TOKENS` tokens take the tiled kernel.
+//! (the gated feed-forward input's gate and up in one product, a layer's q, k and v in one),
+//! staging 16-byte loads through shared memory. The tiled kernel (`matmul_tiled.wgsl`)
+//! decodes every weight once per tile of tokens into shared memory, which held it far below
+//! the tensor cores' rate; here each weight is decoded once per step and the product is left
+//! nothing but loads and multiplies. The dequantization costs about a weight read and an f16
+//! write and read, which a large step amortizes: steps of fewer than `MIN_TOKENS` tokens take
+//! the tiled kernel.
 
 use std::ops::Range;
 
@@ -159,7 +160,8 @@ struct DequantizeParams {
     row_bytes: u32,
     weight_row0: u32,
     pair_offset: u32,
-    _pad: [u32; 3],
+    out_row0: u32,
+    _pad: [u32; 2],
 }
 
 #[repr(C)]
@@ -181,15 +183,67 @@ struct ProductParams {
     splits: u32,
     split_len: u32,
     split_stride: u32,
-    _pad: [u32; 3],
+    part1_row: u32,
+    part2_row: u32,
+    _pad: u32,
+}
+
+impl ProductParams {
+    /// A product of `rows` rows of `row_len` values into an output as wide, K not split.
+    fn unsplit(rows: u32, row_len: u32, max_tokens: u32) -> Self {
+        Self {
+            rows,
+            row_len,
+            out_stride: rows,
+            first_row: 0,
+            row_tiles: rows.div_ceil(TILE_ROWS),
+            max_tokens,
+            splits: 1,
+            split_len: row_len,
+            split_stride: 0,
+            part1_row: 0,
+            part2_row: 0,
+            _pad: 0,
+        }
+    }
+}
+
+/// The product of `params` (matmul_half.wgsl with `defines`) on the converted input and f16
+/// weights of `operands`, writing `outputs` (y, then STACKED's y1 and y2).
+fn product_dispatch(
+    ctx: &GpuContext,
+    label: &str,
+    defines: &[Define],
+    params: ProductParams,
+    (operands, outputs): (&HalfOperands, &[&GpuTensor]),
+    step: &StepBuffer,
+) -> Result<Dispatch, KernelError> {
+    let uniform = ctx.uniform_buffer(label, &params);
+    let mut buffers = vec![operands.weights.buffer(), operands.input.buffer()];
+    buffers.extend(outputs.first().map(|output| output.buffer()));
+    buffers.extend([step.buffer(), &uniform]);
+    buffers.extend(outputs.iter().skip(1).map(|output| output.buffer()));
+    let ProductParams { splits, row_tiles, max_tokens, .. } = params;
+    let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
+    make_dispatch(
+        ctx,
+        label,
+        "matmul_half.wgsl",
+        "main",
+        defines,
+        &buffers,
+        Workgroups::PerStep(Box::new(move |n_tokens| {
+            grid(splits * row_tiles * n_tokens.min(max_tokens).div_ceil(TILE_TOKENS), max_per_dimension)
+        })),
+    )
 }
 
 #[cfg(test)]
 #[test]
 fn params_match_wgsl() {
-    super::wgsl_layout::assert_wgsl_layout!(DequantizeParams, "dequantize_half.wgsl", "Params", { rows: u32, row_len: u32, row_bytes: u32, weight_row0: u32, pair_offset: u32 });
+    super::wgsl_layout::assert_wgsl_layout!(DequantizeParams, "dequantize_half.wgsl", "Params", { rows: u32, row_len: u32, row_bytes: u32, weight_row0: u32, pair_offset: u32, out_row0: u32 });
     super::wgsl_layout::assert_wgsl_layout!(ConvertParams, "convert_half.wgsl", "Params", { row_len: u32, max_tokens: u32 });
-    super::wgsl_layout::assert_wgsl_layout!(ProductParams, "matmul_half.wgsl", "Params", { rows: u32, row_len: u32, out_stride: u32, first_row: u32, row_tiles: u32, max_tokens: u32, splits: u32, split_len: u32, split_stride: u32 });
+    super::wgsl_layout::assert_wgsl_layout!(ProductParams, "matmul_half.wgsl", "Params", { rows: u32, row_len: u32, out_stride: u32, first_row: u32, row_tiles: u32, max_tokens: u32, splits: u32, split_len: u32, split_stride: u32, part1_row: u32, part2_row: u32 });
 }
 
 fn product_defines() -> [Define; 6] {
@@ -227,10 +281,110 @@ pub fn record_half_matmul(
     }
     let max_tokens = products.iter().map(|p| p.output.output.rows()).max().unwrap_or(0).min(input.rows());
     let labels: Vec<&str> = products.iter().map(|p| p.label.as_str()).collect();
-    ops.push(convert_dispatch(ctx, &joined_label(&labels), input, operands, max_tokens, step)?);
+    let label = joined_label(&labels);
+    ops.push(convert_dispatch(ctx, &label, input, operands, max_tokens, step)?);
+    if let Some(parts) = stacked_parts(products, operands) {
+        return record_stacked_product(ctx, ops, &label, (&parts, input.rows()), operands, step);
+    }
     for product in products {
         record_product(ctx, ops, product, input, operands, step)?;
     }
+    Ok(())
+}
+
+/// A product of `record_stacked_product` and where its rows lie: in `chunk` of its matrix.
+struct StackedPart<'a> {
+    product: &'a PartProduct<'a>,
+    chunk: &'a MatrixChunk,
+}
+
+/// `products` as the three parts of one stacked product where they can be: each part in one
+/// chunk of its matrix, in whole tiles of rows, writing its own output, and all of them in
+/// one slice of the f16 weights.
+fn stacked_parts<'a>(
+    products: &'a [PartProduct<'a>],
+    operands: &HalfOperands,
+) -> Option<[StackedPart<'a>; 3]> {
+    let [a, b, c] = products else {
+        return None;
+    };
+    let outputs = [a, b, c].map(|p| p.output.output);
+    let distinct = (0..3).all(|i| (i + 1..3).all(|j| !std::ptr::eq(outputs[i], outputs[j])));
+    let rows: u32 = products.iter().map(|p| p.part.rows.len() as u32).sum();
+    let row_len = a.part.matrix.row_len;
+    let fits = products.iter().all(|p| {
+        let n = p.part.rows.len() as u32;
+        p.part.matrix.row_len == row_len
+            && n > 0
+            && n.is_multiple_of(TILE_ROWS)
+            && p.output.output.width() == n
+    });
+    if !distinct || !fits || rows > operands.slice_rows(row_len) {
+        return None;
+    }
+    let part =
+        |product: &'a PartProduct<'a>| Some(StackedPart { product, chunk: chunk_holding(&product.part)? });
+    Some([part(a)?, part(b)?, part(c)?])
+}
+
+/// The chunk of its matrix that holds every row of `part`, if one does.
+fn chunk_holding<'a>(part: &MatrixRows<'a>) -> Option<&'a MatrixChunk> {
+    let MatrixRows { matrix, rows } = part;
+    matrix
+        .chunks
+        .iter()
+        .find(|chunk| (chunk.first_row..chunk.first_row + chunk.rows).contains(&rows.start))
+        .filter(|chunk| !rows.is_empty() && rows.end <= chunk.first_row + chunk.rows)
+}
+
+/// Records `parts` as one product (matmul_half.wgsl's STACKED) on the converted input: each
+/// part's rows dequantized one after the other into the f16 weights, then one product whose
+/// row tiles write their part's output.
+fn record_stacked_product(
+    ctx: &GpuContext,
+    ops: &mut OpList,
+    label: &str,
+    (parts, input_rows): (&[StackedPart; 3], u32),
+    operands: &HalfOperands,
+    step: &StepBuffer,
+) -> Result<(), KernelError> {
+    let mut starts = [0u32; 3];
+    let mut rows = 0;
+    for (start, part) in starts.iter_mut().zip(parts) {
+        *start = rows;
+        rows += part.product.part.rows.len() as u32;
+    }
+    // Parts that follow each other in one chunk (q and k of one stack) dequantize in one pass.
+    let mut index = 0;
+    while index < parts.len() {
+        let StackedPart { product, chunk } = &parts[index];
+        let matrix = product.part.matrix;
+        let mut end = index + 1;
+        while end < parts.len()
+            && std::ptr::eq(parts[end].chunk, *chunk)
+            && parts[end].product.part.rows.start == parts[end - 1].product.part.rows.end
+        {
+            end += 1;
+        }
+        let labels: Vec<&str> = parts[index..end].iter().map(|part| part.product.label.as_str()).collect();
+        let first = product.part.rows.start - chunk.first_row;
+        let in_chunk = first..parts[end - 1].product.part.rows.end - chunk.first_row;
+        let weights_label = format!("{} f16 weights", joined_label(&labels));
+        let out = (&operands.weights, starts[index]);
+        ops.push(dequantize_dispatch(ctx, &weights_label, matrix, (chunk, in_chunk), out)?);
+        index = end;
+    }
+    let [out0, out1, out2] = parts.each_ref().map(|part| part.product.output.output);
+    let row_len = parts[0].product.part.matrix.row_len;
+    let max_tokens = [out0, out1, out2].iter().map(|out| out.rows()).min().unwrap_or(0).min(input_rows);
+    let params = ProductParams {
+        part1_row: starts[1],
+        part2_row: starts[2],
+        ..ProductParams::unsplit(rows, row_len, max_tokens)
+    };
+    let mut defines = product_defines().to_vec();
+    defines.push(Define::flag("STACKED"));
+    ops.push(product_dispatch(ctx, label, &defines, params, (operands, &[out0, out1, out2]), step)?);
     Ok(())
 }
 
@@ -319,40 +473,25 @@ pub fn record_half_gated(
     let chunk = &w.chunks[0];
     let pair_offset = up.part.rows.start - gate.part.rows.start;
     let slice_rows = operands.slice_rows(w.row_len) / 2;
-    let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
     for slice_start in (0..n).step_by(slice_rows as usize) {
         let slice_len = slice_rows.min(n - slice_start);
         let first = gate.part.rows.start + slice_start - chunk.first_row;
         let slice = (chunk, first..first + slice_len);
         let weights_label = format!("{label} f16 weights");
-        ops.push(dequantize_pairs_dispatch(ctx, &weights_label, w, slice, pair_offset, &operands.weights)?);
-        let row_tiles = (2 * slice_len).div_ceil(TILE_ROWS);
-        let params = ctx.uniform_buffer(
-            label,
-            &ProductParams {
-                rows: 2 * slice_len,
-                row_len: w.row_len,
-                out_stride: n,
-                first_row: slice_start,
-                row_tiles,
-                max_tokens,
-                splits: 1,
-                split_len: w.row_len,
-                split_stride: 0,
-                _pad: [0; 3],
-            },
-        );
-        ops.push(make_dispatch(
+        ops.push(dequantize_pairs_dispatch(
             ctx,
-            label,
-            "matmul_half.wgsl",
-            "main",
-            &defines,
-            &[operands.weights.buffer(), operands.input.buffer(), output.buffer(), step.buffer(), &params],
-            Workgroups::PerStep(Box::new(move |n_tokens| {
-                grid(row_tiles * n_tokens.min(max_tokens).div_ceil(TILE_TOKENS), max_per_dimension)
-            })),
+            &weights_label,
+            w,
+            slice,
+            pair_offset,
+            (&operands.weights, 0),
         )?);
+        let params = ProductParams {
+            out_stride: n,
+            first_row: slice_start,
+            ..ProductParams::unsplit(2 * slice_len, w.row_len, max_tokens)
+        };
+        ops.push(product_dispatch(ctx, label, &defines, params, (operands, &[output]), step)?);
     }
     Ok(())
 }
@@ -380,7 +519,6 @@ fn record_product(
     check_width(KERNEL, "input", input, w.row_len)?;
     check_width(KERNEL, "output", output, out_stride)?;
     let max_tokens = input.rows().min(output.rows());
-    let max_per_dimension = ctx.caps.max_workgroups_per_dimension;
     let scratch_floats = scratch.map_or(0, GpuTensor::len);
     let (splits, split_len) =
         k_splits(PRODUCT_TILE, TARGET_WORKGROUPS, (out_stride, w.row_len), max_tokens, scratch_floats);
@@ -398,51 +536,24 @@ fn record_product(
         let chunk_label = chunk_label(label, w, index);
         for slice_start in (first..end).step_by(slice_rows as usize) {
             let slice_len = slice_rows.min(end - slice_start);
-            let slice_label = format!("{chunk_label} [rows {slice_start}..]");
             let slice = (chunk, slice_start..slice_start + slice_len);
             ops.push(dequantize_dispatch(
                 ctx,
                 &format!("{chunk_label} f16 weights"),
                 w,
                 slice,
-                &operands.weights,
+                (&operands.weights, 0),
             )?);
-            let row_tiles = slice_len.div_ceil(TILE_ROWS);
-            let product_params = ctx.uniform_buffer(
-                &slice_label,
-                &ProductParams {
-                    rows: slice_len,
-                    row_len: w.row_len,
-                    out_stride,
-                    first_row: chunk.first_row + slice_start - rows.start,
-                    row_tiles,
-                    max_tokens,
-                    splits,
-                    split_len,
-                    split_stride,
-                    _pad: [0; 3],
-                },
-            );
-            ops.push(make_dispatch(
-                ctx,
-                &chunk_label,
-                "matmul_half.wgsl",
-                "main",
-                &product_defines,
-                &[
-                    operands.weights.buffer(),
-                    operands.input.buffer(),
-                    target.buffer(),
-                    step.buffer(),
-                    &product_params,
-                ],
-                Workgroups::PerStep(Box::new(move |n_tokens| {
-                    grid(
-                        splits * row_tiles * n_tokens.min(max_tokens).div_ceil(TILE_TOKENS),
-                        max_per_dimension,
-                    )
-                })),
-            )?);
+            let params = ProductParams {
+                out_stride,
+                first_row: chunk.first_row + slice_start - rows.start,
+                splits,
+                split_len,
+                split_stride,
+                ..ProductParams::unsplit(slice_len, w.row_len, max_tokens)
+            };
+            let operands_out = (operands, &[target][..]);
+            ops.push(product_dispatch(ctx, &chunk_label, &product_defines, params, operands_out, step)?);
         }
     }
     if split_stride > 0 {
@@ -461,11 +572,9 @@ pub fn record_dequantize_half(
     part: MatrixRows,
     out: &GpuTensor,
 ) -> Result<(), KernelError> {
+    let chunk = chunk_holding(&part);
     let MatrixRows { matrix: w, rows } = part;
-    let chunk =
-        w.chunks.iter().find(|chunk| (chunk.first_row..chunk.first_row + chunk.rows).contains(&rows.start));
-    let Some(chunk) = chunk.filter(|chunk| !rows.is_empty() && rows.end <= chunk.first_row + chunk.rows)
-    else {
+    let Some(chunk) = chunk else {
         return Err(KernelError::InvalidShape {
             kernel: "f16 dequantization",
             message: format!("'{}': rows {rows:?} do not lie in one chunk", w.name),
@@ -478,20 +587,20 @@ pub fn record_dequantize_half(
         });
     }
     let in_chunk = rows.start - chunk.first_row..rows.end - chunk.first_row;
-    ops.push(dequantize_dispatch(ctx, label, w, (chunk, in_chunk), out)?);
+    ops.push(dequantize_dispatch(ctx, label, w, (chunk, in_chunk), (out, 0))?);
     Ok(())
 }
 
-/// The dequantization of rows `slice.1` of chunk `slice.0` of `w` into `out` as f16, 8
-/// values a thread.
+/// The dequantization of rows `slice.1` of chunk `slice.0` of `w` into `out` as f16 from its
+/// row `out_row0` on, 8 values a thread.
 fn dequantize_dispatch(
     ctx: &GpuContext,
     label: &str,
     w: &GpuMatrix,
     (chunk, rows): (&MatrixChunk, Range<u32>),
-    out: &GpuTensor,
+    (out, out_row0): (&GpuTensor, u32),
 ) -> Result<Dispatch, KernelError> {
-    dequantize_pairs_dispatch(ctx, label, w, (chunk, rows), 0, out)
+    dequantize_pairs_dispatch(ctx, label, w, (chunk, rows), 0, (out, out_row0))
 }
 
 /// As `dequantize_dispatch`, with rows `rows` each followed 16 at a time by the same rows
@@ -502,7 +611,7 @@ fn dequantize_pairs_dispatch(
     w: &GpuMatrix,
     (chunk, rows): (&MatrixChunk, Range<u32>),
     pair_offset: u32,
-    out: &GpuTensor,
+    (out, out_row0): (&GpuTensor, u32),
 ) -> Result<Dispatch, KernelError> {
     let out_rows = if pair_offset > 0 { 2 * rows.len() as u32 } else { rows.len() as u32 };
     let defines = [weight_type_define("f16 dequantization", w)?, Define::u32("WG", CONVERT_THREADS)];
@@ -514,7 +623,8 @@ fn dequantize_pairs_dispatch(
             row_bytes: w.row_bytes as u32,
             weight_row0: rows.start,
             pair_offset,
-            _pad: [0; 3],
+            out_row0,
+            _pad: [0; 2],
         },
     );
     let threads = out_rows * (w.row_len / DEQUANTIZED_PER_THREAD);
@@ -550,6 +660,8 @@ mod translation_tests {
     fn kernels_translate_to_spirv() {
         let module = translate("matmul_half.wgsl", &product_defines());
         assert_eq!(workgroup_bytes(&module, &[]), SHARED_BYTES);
+        let stacked: Vec<Define> = product_defines().into_iter().chain([Define::flag("STACKED")]).collect();
+        assert_eq!(workgroup_bytes(&translate("matmul_half.wgsl", &stacked), &[]), SHARED_BYTES);
         for activation in [None, Some(Define::flag("GELU_TANH"))] {
             let defines: Vec<Define> =
                 product_defines().into_iter().chain([Define::flag("GATED")]).chain(activation).collect();
