@@ -73,7 +73,8 @@ const CONVERT_THREADS: u32 = 256;
 const DEQUANTIZED_PER_THREAD: u32 = 8;
 
 /// The shapes the f16 operands must serve: the widest input row of the products, and the
-/// values of their largest weight matrix.
+/// values of their largest product (the stacked q, k and v, or the gated product's gate and
+/// up rows).
 #[derive(Debug, Clone, Copy)]
 pub struct HalfShape {
     pub max_row_len: u32,
@@ -81,9 +82,9 @@ pub struct HalfShape {
 }
 
 /// Weights of a model's largest product below which its prefill keeps the tiled kernel: on an
-/// H200 (`bench/results/2026-11-27-h200-half-prefill/run3.log`) Gemma 3 270M, whose largest
-/// product holds 1.3M weights, prefilled 512 tokens 2–13% slower with these products; Gemma 3
-/// 1B (8M) 20–28% faster, Llama 3.2 1B (16.8M) 51–54%.
+/// H200 (`bench/results/2026-11-27-h200-half-prefill/run3.log`) Gemma 3 270M, whose gate and
+/// up hold 2.6M weights, prefilled 512 tokens 2–13% slower with these products; Gemma 3 1B
+/// (15.9M) 20–28% faster, Llama 3.2 1B (33.6M) 51–54%.
 const MIN_MATRIX_VALUES: u64 = 1 << 22;
 
 impl HalfShape {
@@ -472,7 +473,8 @@ pub fn record_half_gated(
     }
     let chunk = &w.chunks[0];
     let pair_offset = up.part.rows.start - gate.part.rows.start;
-    let slice_rows = operands.slice_rows(w.row_len) / 2;
+    // Halves of 64 rows keep each slice's 2 · rows in whole tiles.
+    let slice_rows = even_slices(n, operands.slice_rows(w.row_len) / 2, TILE_ROWS / 2);
     for slice_start in (0..n).step_by(slice_rows as usize) {
         let slice_len = slice_rows.min(n - slice_start);
         let first = gate.part.rows.start + slice_start - chunk.first_row;
@@ -527,13 +529,13 @@ fn record_product(
         _ => (output, 0),
     };
 
-    let slice_rows = operands.slice_rows(w.row_len);
     let product_defines = product_defines();
     for (index, chunk) in w.chunks.iter().enumerate() {
         // The chunk's rows that are in `rows`, as offsets within the chunk.
         let first = rows.start.max(chunk.first_row) - chunk.first_row;
         let end = rows.end.min(chunk.first_row + chunk.rows).saturating_sub(chunk.first_row);
         let chunk_label = chunk_label(label, w, index);
+        let slice_rows = even_slices(end - first, operands.slice_rows(w.row_len), TILE_ROWS);
         for slice_start in (first..end).step_by(slice_rows as usize) {
             let slice_len = slice_rows.min(end - slice_start);
             let slice = (chunk, slice_start..slice_start + slice_len);
@@ -561,6 +563,14 @@ fn record_product(
         record_sum_slices(ctx, ops, &format!("{label} (K splits)"), (target, slices), output, step)?;
     }
     Ok(())
+}
+
+/// Rows per slice for `rows` rows in slices of at most `max` (a multiple of `unit`): as few
+/// slices as `max` allows, as even as whole `unit`s make them (a last slice of a few rows
+/// would launch a product of a few workgroups).
+fn even_slices(rows: u32, max: u32, unit: u32) -> u32 {
+    let slices = rows.div_ceil(max).max(1);
+    rows.div_ceil(slices).next_multiple_of(unit).min(max)
 }
 
 /// Records `out = W[rows]` as f16, row-major, for `rows` of `w` that lie in one of its chunks:

@@ -184,9 +184,11 @@ fn takes_flash_partials(config: &ModelConfig, half_products: bool) -> bool {
 
 fn half_shape(config: &ModelConfig) -> HalfShape {
     let q_dim = config.n_heads * config.head_dim;
+    let qkv_rows = q_dim + 2 * config.n_kv_heads * config.head_dim;
     HalfShape {
         max_row_len: config.hidden.max(q_dim).max(config.ffn_hidden),
-        max_matrix_values: u64::from(config.hidden) * u64::from(q_dim.max(config.ffn_hidden)),
+        // The stacked q, k and v and the gated product's gate and up rows.
+        max_matrix_values: u64::from(config.hidden) * u64::from(qkv_rows.max(2 * config.ffn_hidden)),
     }
 }
 
