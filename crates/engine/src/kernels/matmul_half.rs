@@ -45,10 +45,10 @@ const PRODUCT_TILE: TileShape =
 // Each thread copies the same whole number of 16-byte pieces of each tile per K step.
 const _: () = assert!(TILE_ROWS == TILE_TOKENS && (TILE_ROWS * TILE_K / 8).is_multiple_of(THREADS));
 
-/// Most bytes of f16 weights dequantized at a time: a whole matrix of an 8B model (117 MB; one
-/// product a matrix fills the GPU best: slices of 32 MiB left its products a workgroup or
-/// less per SM), slices of larger ones.
-const MAX_WEIGHT_SLICE_BYTES: u64 = 256 << 20;
+/// Most bytes of f16 weights dequantized at a time: the gate and up rows of the 7-8B shapes
+/// (Qwen2.5 7B's 272 MB the largest; one product a matrix fills the GPU best: slices of
+/// 32 MiB left its products a workgroup or less per SM), slices of larger ones.
+const MAX_WEIGHT_SLICE_BYTES: u64 = 288 << 20;
 
 /// The product splits K until a full batch launches about this many workgroups, about one per
 /// SM of an H100 or H200: there 256 beat 512 by 2-15%, and once the conversions were cheaper
