@@ -534,6 +534,9 @@ fn record_product(
         // The chunk's rows that are in `rows`, as offsets within the chunk.
         let first = rows.start.max(chunk.first_row) - chunk.first_row;
         let end = rows.end.min(chunk.first_row + chunk.rows).saturating_sub(chunk.first_row);
+        if first >= end {
+            continue;
+        }
         let chunk_label = chunk_label(label, w, index);
         let slice_rows = even_slices(end - first, operands.slice_rows(w.row_len), TILE_ROWS);
         for slice_start in (first..end).step_by(slice_rows as usize) {
@@ -565,12 +568,24 @@ fn record_product(
     Ok(())
 }
 
-/// Rows per slice for `rows` rows in slices of at most `max` (a multiple of `unit`): as few
-/// slices as `max` allows, as even as whole `unit`s make them (a last slice of a few rows
-/// would launch a product of a few workgroups).
+/// Rows per slice for `rows` rows in slices of at most `max` (a positive multiple of `unit`):
+/// as few slices as `max` allows, as even as whole `unit`s make them (a last slice of a few
+/// rows would launch a product of a few workgroups), and never 0 (a step for `step_by`).
 fn even_slices(rows: u32, max: u32, unit: u32) -> u32 {
     let slices = rows.div_ceil(max).max(1);
-    rows.div_ceil(slices).next_multiple_of(unit).min(max)
+    rows.div_ceil(slices).next_multiple_of(unit).clamp(unit, max)
+}
+
+#[cfg(test)]
+#[test]
+fn slices_are_even_whole_units_within_the_limit() {
+    // Qwen2.5 7B's 18,944 gate rows in halves of at most 18,688: two of 9,472, not 18,688 and 256.
+    assert_eq!(even_slices(18_944, 18_688, 64), 9_472);
+    assert_eq!(even_slices(14_336, 16_384, 64), 14_336);
+    assert_eq!(even_slices(1_000, 128, 128), 128);
+    assert_eq!(even_slices(300, 256, 128), 256);
+    // A chunk that holds none of a product's rows still gets a usable step.
+    assert_eq!(even_slices(0, 256, 128), 128);
 }
 
 /// Records `out = W[rows]` as f16, row-major, for `rows` of `w` that lie in one of its chunks:
