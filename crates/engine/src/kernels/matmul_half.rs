@@ -349,39 +349,37 @@ fn record_stacked_product(
     operands: &HalfOperands,
     step: &StepBuffer,
 ) -> Result<(), KernelError> {
-    let mut starts = [0u32; 3];
-    let mut rows = 0;
-    for (start, part) in starts.iter_mut().zip(parts) {
-        *start = rows;
-        rows += part.product.part.rows.len() as u32;
-    }
-    // Parts that follow each other in one chunk (q and k of one stack) dequantize in one pass.
-    let mut index = 0;
-    while index < parts.len() {
-        let StackedPart { product, chunk } = &parts[index];
-        let matrix = product.part.matrix;
-        let mut end = index + 1;
-        while end < parts.len()
-            && std::ptr::eq(parts[end].chunk, *chunk)
-            && parts[end].product.part.rows.start == parts[end - 1].product.part.rows.end
-        {
-            end += 1;
-        }
-        let labels: Vec<&str> = parts[index..end].iter().map(|part| part.product.label.as_str()).collect();
-        let first = product.part.rows.start - chunk.first_row;
-        let in_chunk = first..parts[end - 1].product.part.rows.end - chunk.first_row;
+    // Parts that follow each other in one chunk (q and k of one stack) dequantize in one pass,
+    // each run's rows after the runs before it.
+    let mut out_row0 = 0;
+    let follows = |a: &StackedPart, b: &StackedPart| {
+        std::ptr::eq(a.chunk, b.chunk) && b.product.part.rows.start == a.product.part.rows.end
+    };
+    for run in parts.chunk_by(follows) {
+        let (first, last) = (&run[0], &run[run.len() - 1]);
+        let chunk = first.chunk;
+        let in_chunk =
+            first.product.part.rows.start - chunk.first_row..last.product.part.rows.end - chunk.first_row;
+        let labels: Vec<&str> = run.iter().map(|part| part.product.label.as_str()).collect();
         let weights_label = format!("{} f16 weights", joined_label(&labels));
-        let out = (&operands.weights, starts[index]);
-        ops.push(dequantize_dispatch(ctx, &weights_label, matrix, (chunk, in_chunk), out)?);
-        index = end;
+        let out = (&operands.weights, out_row0);
+        out_row0 += in_chunk.len() as u32;
+        ops.push(dequantize_dispatch(
+            ctx,
+            &weights_label,
+            first.product.part.matrix,
+            (chunk, in_chunk),
+            out,
+        )?);
     }
+    let [rows0, rows1, rows2] = parts.each_ref().map(|part| part.product.part.rows.len() as u32);
     let [out0, out1, out2] = parts.each_ref().map(|part| part.product.output.output);
     let row_len = parts[0].product.part.matrix.row_len;
     let max_tokens = [out0, out1, out2].iter().map(|out| out.rows()).min().unwrap_or(0).min(input_rows);
     let params = ProductParams {
-        part1_row: starts[1],
-        part2_row: starts[2],
-        ..ProductParams::unsplit(rows, row_len, max_tokens)
+        part1_row: rows0,
+        part2_row: rows0 + rows1,
+        ..ProductParams::unsplit(rows0 + rows1 + rows2, row_len, max_tokens)
     };
     let mut defines = product_defines().to_vec();
     defines.push(Define::flag("STACKED"));
