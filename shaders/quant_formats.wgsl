@@ -11,7 +11,7 @@
 //     runs of 4 consecutive values, run r starting at value run_start(part, r) of the block;
 //     part_dot is the dot product of the part with the matching slices of x (`xs`, whose
 //     run sums are `x_sums`), with block scales applied once per run rather than per value.
-//   WIDE_PARTS, WIDE_RUNS, wide_part_dot_q8(block_byte, part, xq) -> f32 (Q4_K, Q6_K, with
+//   WIDE_PARTS, WIDE_RUNS, wide_part_dot_q8(block_byte, part, xq) -> f32 (Q4_K, Q5_K, Q6_K, with
 //     WIDE_Q8): the matrix-vector kernel on a Q8 input with 16-byte loads. Wide part p
 //     multiplies values 16(p%2)..16(p%2)+15 of WIDE_RUNS consecutive 32-value blocks of the
 //     block's values from block (p/2)·WIDE_RUNS, run r the r-th (`xq`, WideQ8Runs).
@@ -414,7 +414,6 @@ fn part_quants(block_byte: u32, part: u32) -> vec4<u32> {
 #include "quant_k_scales.wgsl"
 const BLOCK_LEN = 256u;
 const BLOCK_BYTES = 144u;
-const PARTS = 16u;
 
 fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let dm = unpack2x16float(word_at(block_byte));
@@ -424,70 +423,23 @@ fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     return sm.x * byte_values(nibbles(q, (sub_block & 1u) * 4u), 0.0) - sm.y;
 }
 
-// Part p holds qs bytes 32j+8i..32j+8i+7 (j = p/4, i = p%4): values 64j+8i.. (low nibbles,
-// sub-block 2j) and 64j+32+8i.. (high nibbles, sub-block 2j+1).
-fn run_start(part: u32, run: u32) -> u32 {
-    return (part >> 2u) * 64u + (part & 3u) * 8u + (run & 1u) * 4u + (run >> 1u) * 32u;
-}
-
-// A part's scales and mins, (d·scale, dmin·min) of its low and high sub-blocks, and its
-// nibbles, one per byte, a run a word.
-struct Q4kPart {
-    low: vec2<f32>,
-    high: vec2<f32>,
-    quants: vec4<u32>,
-}
-
-fn q4k_part(block_byte: u32, part: u32) -> Q4kPart {
-    let dm = unpack2x16float(word_at(block_byte));
-    let j = part >> 2u;
-    let w = (block_byte + 16u + j * 32u + (part & 3u) * 8u) >> 2u;
+// Part p holds qs bytes 32j+8i..32j+8i+7 (j = p/4, i = p%4): its low nibbles, then its high.
+fn k_part_quants(block_byte: u32, part: u32) -> vec4<u32> {
+    let w = (block_byte + 16u + (part >> 2u) * 32u + (part & 3u) * 8u) >> 2u;
     let q0 = weights[w];
     let q1 = weights[w + 1u];
-    return Q4kPart(
-        k_scale_min(block_byte + 4u, 2u * j) * dm,
-        k_scale_min(block_byte + 4u, 2u * j + 1u) * dm,
-        vec4<u32>(nibbles(q0, 0u), nibbles(q1, 0u), nibbles(q0, 4u), nibbles(q1, 4u)),
-    );
-}
-
-fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
-    let p = q4k_part(block_byte, part);
-    let w = byte_runs(p.quants, 0.0);
-    let low_dot = dot(w.r0, xs.r0) + dot(w.r1, xs.r1);
-    let high_dot = dot(w.r2, xs.r2) + dot(w.r3, xs.r3);
-    return p.low.x * low_dot - p.low.y * (x_sums.x + x_sums.y) + p.high.x * high_dot - p.high.y * (x_sums.z + x_sums.w);
-}
-
-// part_dot on x in Q8 form: runs 0 and 1 lie in one 32-value block of x, as do runs 2 and 3.
-fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
-    let p = q4k_part(block_byte, part);
-    let q = p.quants;
-    let low_dot = dot4I8Packed(q.x, xq.words.x) + dot4I8Packed(q.y, xq.words.y);
-    let high_dot = dot4I8Packed(q.z, xq.words.z) + dot4I8Packed(q.w, xq.words.w);
-    return p.low.x * xq.scales.x * f32(low_dot) - p.low.y * (xq.sums.x + xq.sums.y)
-        + p.high.x * xq.scales.z * f32(high_dot) - p.high.y * (xq.sums.z + xq.sums.w);
+    return vec4<u32>(nibbles(q0, 0u), nibbles(q1, 0u), nibbles(q0, 4u), nibbles(q1, 4u));
 }
 
 #ifdef WIDE_Q8
-// Wide parts: part p holds qs bytes 16p..16p+15 (one 16-byte load; the block's first 16 bytes,
-// d, dmin and the scales, another): the low nibbles of values 16(p%2).. of sub-block 2(p/2)
-// (run 0), the high nibbles of the same values of sub-block 2(p/2)+1 (run 1).
-const WIDE_PARTS = 8u;
-const WIDE_RUNS = 2u;
-
-fn wide_part_dot_q8(block_byte: u32, part: u32, xq: WideQ8Runs) -> f32 {
-    let head = weight_vecs[block_byte >> 4u];
-    let q = weight_vecs[(block_byte >> 4u) + 1u + part];
-    let dm = unpack2x16float(head.x);
-    let j = part >> 1u;
-    let low = k_scale_min_of(head.yzw, 2u * j) * dm;
-    let high = k_scale_min_of(head.yzw, 2u * j + 1u) * dm;
-    let low_dot = wide_dot(q & vec4<u32>(0x0f0f0f0fu), xq.r0);
-    let high_dot = wide_dot((q >> vec4<u32>(4u)) & vec4<u32>(0x0f0f0f0fu), xq.r1);
-    return low.x * xq.scales.x * f32(low_dot) - low.y * xq.sums.x + high.x * xq.scales.y * f32(high_dot) - high.y * xq.sums.y;
+// Wide part p is qs bytes 16p..16p+15: the low nibbles, then the high.
+fn k_wide_quants(block_vec: u32, part: u32) -> KWideQuants {
+    let q = weight_vecs[block_vec + 1u + part];
+    let nibble = vec4<u32>(0x0f0f0f0fu);
+    return KWideQuants(q & nibble, (q >> vec4<u32>(4u)) & nibble);
 }
 #endif
+#include "quant_k_parts.wgsl"
 #endif
 
 #ifdef TYPE_Q5_K
@@ -496,7 +448,6 @@ fn wide_part_dot_q8(block_byte: u32, part: u32, xq: WideQ8Runs) -> f32 {
 #include "quant_k_scales.wgsl"
 const BLOCK_LEN = 256u;
 const BLOCK_BYTES = 176u;
-const PARTS = 16u;
 
 // The nibbles of `low` at `shift` with bit `sub_block` of each byte of `qh` as fifth bits.
 fn q5k_bits(low: u32, shift: u32, qh: u32, sub_block: u32) -> u32 {
@@ -512,26 +463,33 @@ fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     return sm.x * byte_values(q5k_bits(q, (sub_block & 1u) * 4u, qh, sub_block), 0.0) - sm.y;
 }
 
-// Parts as in Q4_K, plus qh bytes 8i..8i+7.
-fn run_start(part: u32, run: u32) -> u32 {
-    return (part >> 2u) * 64u + (part & 3u) * 8u + (run & 1u) * 4u + (run >> 1u) * 32u;
-}
-
-fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
-    let dm = unpack2x16float(word_at(block_byte));
+// Parts as in Q4_K, their fifth bits in qh bytes 8i..8i+7.
+fn k_part_quants(block_byte: u32, part: u32) -> vec4<u32> {
     let j = part >> 2u;
-    let low = k_scale_min(block_byte + 4u, 2u * j) * dm;
-    let high = k_scale_min(block_byte + 4u, 2u * j + 1u) * dm;
     let w = (block_byte + 48u + j * 32u + (part & 3u) * 8u) >> 2u;
     let h = (block_byte + 16u + (part & 3u) * 8u) >> 2u;
     let q0 = weights[w];
     let q1 = weights[w + 1u];
     let h0 = weights[h];
     let h1 = weights[h + 1u];
-    let low_dot = dot(byte_values(q5k_bits(q0, 0u, h0, 2u * j), 0.0), xs.r0) + dot(byte_values(q5k_bits(q1, 0u, h1, 2u * j), 0.0), xs.r1);
-    let high_dot = dot(byte_values(q5k_bits(q0, 4u, h0, 2u * j + 1u), 0.0), xs.r2) + dot(byte_values(q5k_bits(q1, 4u, h1, 2u * j + 1u), 0.0), xs.r3);
-    return low.x * low_dot - low.y * (x_sums.x + x_sums.y) + high.x * high_dot - high.y * (x_sums.z + x_sums.w);
+    return vec4<u32>(q5k_bits(q0, 0u, h0, 2u * j), q5k_bits(q1, 0u, h1, 2u * j), q5k_bits(q0, 4u, h0, 2u * j + 1u), q5k_bits(q1, 4u, h1, 2u * j + 1u));
 }
+
+#ifdef WIDE_Q8
+// Wide parts as in Q4_K (qs from byte 48), their fifth bits in qh bytes 16(p%2)..16(p%2)+15.
+fn k_wide_quants(block_vec: u32, part: u32) -> KWideQuants {
+    let q = weight_vecs[block_vec + 3u + part];
+    let qh = weight_vecs[block_vec + 1u + (part & 1u)];
+    let nibble = vec4<u32>(0x0f0f0f0fu);
+    let bit = vec4<u32>(0x01010101u);
+    let s = 2u * (part >> 1u);
+    return KWideQuants(
+        (q & nibble) | (((qh >> vec4<u32>(s)) & bit) << vec4<u32>(4u)),
+        ((q >> vec4<u32>(4u)) & nibble) | (((qh >> vec4<u32>(s + 1u)) & bit) << vec4<u32>(4u)),
+    );
+}
+#endif
+#include "quant_k_parts.wgsl"
 #endif
 
 #ifdef TYPE_Q6_K
@@ -797,6 +755,17 @@ fn part_dot(block_byte: u32, part: u32, xs: Runs, x_sums: vec4<f32>) -> f32 {
     let v = Runs(table_values(nibbles(q0, 0u)), table_values(nibbles(q1, 0u)), table_values(nibbles(q0, 4u)), table_values(nibbles(q1, 4u)));
     return iq4_xs_scale(block_byte, part >> 1u) * runs_dot(v, xs);
 }
+
+#ifdef Q8_INPUT
+// part_dot on x in Q8 form: the part lies in one 32-value block of x.
+fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
+    let w = (block_byte + 8u + part * 8u) >> 2u;
+    let q0 = table_bytes(weights[w]);
+    let q1 = table_bytes(weights[w + 1u]);
+    let dots = dot4I8Packed(q0.x, xq.words.x) + dot4I8Packed(q1.x, xq.words.y) + dot4I8Packed(q0.y, xq.words.z) + dot4I8Packed(q1.y, xq.words.w);
+    return iq4_xs_scale(block_byte, part >> 1u) * xq.scales.x * f32(dots);
+}
+#endif
 #endif
 
 #ifdef TYPE_MXFP4
