@@ -3,7 +3,8 @@
 // store of k and v into the KV cache. One workgroup per (token, row): rows 0..n_heads are the
 // query heads (rotated in place), rows n_heads.. the kv heads (rotated k and plain v go to
 // cache slot (pos + token) mod cache_len). The math and its order match the separate
-// rmsnorm, rope and kv_store kernels.
+// rmsnorm, rope and kv_store kernels. QKV_BIAS: q, k and v get their biases first (Qwen 2's,
+// in prefill: three dispatches fewer a layer).
 #include "step.wgsl"
 
 #ifdef F16
@@ -37,10 +38,23 @@ struct Params {
 @group(0) @binding(8) var<storage, read> q_norm: array<f32>;
 @group(0) @binding(9) var<storage, read> k_norm: array<f32>;
 #endif
+#ifdef QKV_BIAS
+// [n_heads + 2 n_kv_heads, HEAD_DIM]: q's biases, then k's, then v's.
+@group(0) @binding(10) var<storage, read> qkv_bias: array<f32>;
+#endif
 
 // One row per workgroup: a query head's, or a kv head's key.
 const QK_ROWS = 2u;
 #include "qk_rope.wgsl"
+
+// The bias of element i of v.
+fn v_bias(i: u32) -> f32 {
+#ifdef QKV_BIAS
+    return qkv_bias[(params.n_heads + params.n_kv_heads) * HEAD_DIM + i % (params.n_kv_heads * HEAD_DIM)];
+#else
+    return 0.0;
+#endif
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -68,7 +82,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             q[q_base + d] = y;
         } else {
             k_cache[slot_base + d] = kv_t(y);
-            v_cache[slot_base + d] = kv_t(v[kv_base + d]);
+            v_cache[slot_base + d] = kv_t(v[kv_base + d] + v_bias(kv_base + d));
         }
     }
 }

@@ -4,7 +4,9 @@
 // it stages at most, plus one for the key), q and k (rows of HEAD_DIM), table, q_norm and
 // k_norm (QK_NORM), params.rot_dim, params.max_positions and params.eps, and NEOX for the
 // pair style; WG must be a power of two. The math and its order match the separate rmsnorm
-// and rope kernels.
+// and rope kernels. QKV_BIAS (prefill, where the products do not add them): the includer binds
+// qkv_bias, the q, k and v biases end to end, and has params.n_heads and params.n_kv_heads;
+// the staged rows get their biases first, as the projections' outputs would have them.
 
 // The staged rows: query rows 0..KEY_ROW, the key row KEY_ROW (QK_ROWS from the includer),
 // and each staged row's norm scale (1 without QK_NORM).
@@ -20,11 +22,11 @@ var<workgroup> norm_slots: array<f32, QK_ROWS * WG>;
 // thread calls it with the same arguments; afterwards the rows and scales are visible to all.
 fn stage_rows(lid: u32, q_base: u32, k_base: u32, queries: u32, with_key: bool) {
     for (var i = lid; i < queries * HEAD_DIM; i += WG) {
-        rows[i] = q[q_base + i];
+        rows[i] = q[q_base + i] + q_bias(q_base + i);
     }
     if (with_key) {
         for (var d = lid; d < HEAD_DIM; d += WG) {
-            rows[KEY_ROW * HEAD_DIM + d] = k[k_base + d];
+            rows[KEY_ROW * HEAD_DIM + d] = k[k_base + d] + k_bias(k_base + d);
         }
     }
     workgroupBarrier();
@@ -54,6 +56,23 @@ fn stage_rows(lid: u32, q_base: u32, k_base: u32, queries: u32, with_key: bool) 
         row_scales[lid] = inverseSqrt(norm_slots[lid * WG] / f32(HEAD_DIM) + params.eps);
     }
     workgroupBarrier();
+#endif
+}
+
+// The biases of element i of q and of k (rows of all heads, token after token).
+fn q_bias(i: u32) -> f32 {
+#ifdef QKV_BIAS
+    return qkv_bias[i % (params.n_heads * HEAD_DIM)];
+#else
+    return 0.0;
+#endif
+}
+
+fn k_bias(i: u32) -> f32 {
+#ifdef QKV_BIAS
+    return qkv_bias[params.n_heads * HEAD_DIM + i % (params.n_kv_heads * HEAD_DIM)];
+#else
+    return 0.0;
 #endif
 }
 

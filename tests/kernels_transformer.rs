@@ -785,6 +785,8 @@ struct QkCase {
     n_tokens: u32,
     style: RopeStyle,
     norm: bool,
+    /// q, k and v biases added first (Qwen 2).
+    bias: bool,
 }
 
 fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
@@ -796,6 +798,9 @@ fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
     let v = values(n_tokens * kv_dim, 32);
     let q_norm = values(hd, 33);
     let k_norm = values(hd, 34);
+    let bias: Vec<f32> =
+        if case.bias { values(q_dim + 2 * kv_dim, 35) } else { vec![0.0; q_dim + 2 * kv_dim] };
+    let (q_bias, k_bias, v_bias) = (&bias[..q_dim], &bias[q_dim..q_dim + kv_dim], &bias[q_dim + kv_dim..]);
     let max_positions = 64;
     let table = rope_table(&RopeFrequencies::plain(10_000.0), case.rot_dim, max_positions);
     let gpu_table = RopeTable::new(ctx, &RopeFrequencies::plain(10_000.0), case.rot_dim, max_positions);
@@ -806,19 +811,25 @@ fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
     let step = step_buffer(ctx, case.pos, case.n_tokens);
     let eps = 1e-6;
     let norms = case.norm.then_some(QkNorms { q: &qn_buf, k: &kn_buf, eps });
+    let bias_buf = f32_tensor(ctx, bias.len(), &bias);
     let mut ops = OpList::new();
     let qk = QkStep {
         rows: QkvRows { q: &q_buf, k: &k_buf, v: &v_buf },
         norms,
         table: &gpu_table,
         style: case.style,
+        bias: case.bias.then_some(&bias_buf),
     };
     record_qk_rope_store(ctx, &mut ops, "qk", &qk, &cache, &step).unwrap();
     run(ctx, &ops, case.n_tokens);
 
-    let transform = |x: &[f32], w: &[f32], pos: usize| -> Vec<f64> {
-        let mut row: Vec<f64> =
-            if case.norm { rms_norm_reference(x, w, hd, eps) } else { x.iter().map(|&v| v as f64).collect() };
+    let transform = |x: &[f32], b: &[f32], w: &[f32], pos: usize| -> Vec<f64> {
+        let x: Vec<f32> = x.iter().zip(b).map(|(x, b)| x + b).collect();
+        let mut row: Vec<f64> = if case.norm {
+            rms_norm_reference(&x, w, hd, eps)
+        } else {
+            x.iter().map(|&v| v as f64).collect()
+        };
         rotate_reference(&mut row, &table, pos, case.rot_dim as usize, case.style);
         row
     };
@@ -829,19 +840,26 @@ fn check_qk_rope_store(ctx: &GpuContext, case: &QkCase) {
     for t in 0..n_tokens {
         let pos = case.pos as usize + t;
         for h in 0..case.n_heads as usize {
-            expected_q.extend(transform(&q[(t * case.n_heads as usize + h) * hd..][..hd], &q_norm, pos));
+            expected_q.extend(transform(
+                &q[(t * case.n_heads as usize + h) * hd..][..hd],
+                &q_bias[h * hd..],
+                &q_norm,
+                pos,
+            ));
         }
         let slot = pos % case.cache_len as usize;
         for h in 0..case.n_kv_heads as usize {
             let src = (t * case.n_kv_heads as usize + h) * hd;
             let dst = (slot * case.n_kv_heads as usize + h) * hd;
-            for (d, value) in transform(&k[src..][..hd], &k_norm, pos).into_iter().enumerate() {
+            for (d, value) in
+                transform(&k[src..][..hd], &k_bias[h * hd..], &k_norm, pos).into_iter().enumerate()
+            {
                 expected_k[dst + d] = value;
-                expected_v[dst + d] = v[src + d] as f64;
+                expected_v[dst + d] = (v[src + d] + v_bias[h * hd + d]) as f64;
             }
         }
     }
-    let label = format!("{:?} norm {} f16 {}", case.style, case.norm, cache.f16);
+    let label = format!("{:?} norm {} bias {} f16 {}", case.style, case.norm, case.bias, cache.f16);
     // f32 norm and rotation as in the unfused kernels; the cache adds f16 rounding (2^-11 relative).
     assert_close(&format!("q ({label})"), &read_tensor(ctx, &q_buf), &expected_q, 1e-5, 1e-5);
     let cache_tol = if cache.f16 { 1e-3 } else { 1e-5 };
@@ -872,6 +890,7 @@ fn fused_qk_norm_rope_store_matches_separate_steps() {
             n_tokens: 3,
             style: RopeStyle::Neox,
             norm: true,
+            bias: false,
         },
         // Llama-like: no norms, interleaved pairs.
         QkCase {
@@ -884,6 +903,7 @@ fn fused_qk_norm_rope_store_matches_separate_steps() {
             n_tokens: 2,
             style: RopeStyle::Interleaved,
             norm: false,
+            bias: false,
         },
         // Partial rotation: dimensions past rot_dim pass through, in both styles.
         QkCase {
@@ -896,6 +916,7 @@ fn fused_qk_norm_rope_store_matches_separate_steps() {
             n_tokens: 1,
             style: RopeStyle::Neox,
             norm: true,
+            bias: false,
         },
         QkCase {
             n_heads: 2,
@@ -907,6 +928,20 @@ fn fused_qk_norm_rope_store_matches_separate_steps() {
             n_tokens: 1,
             style: RopeStyle::Interleaved,
             norm: false,
+            bias: false,
+        },
+        // Qwen 2-like: q, k and v biases, NEOX, 2:1 GQA, several tokens.
+        QkCase {
+            n_heads: 4,
+            n_kv_heads: 2,
+            head_dim: 64,
+            rot_dim: 64,
+            cache_len: 16,
+            pos: 5,
+            n_tokens: 3,
+            style: RopeStyle::Neox,
+            norm: false,
+            bias: true,
         },
     ];
     let contexts = [gpu(GpuOptions::default()), gpu(GpuOptions { disable_f16: true, ..Default::default() })];
@@ -982,6 +1017,7 @@ fn check_decode_attention_with_qk_step(ctx: &GpuContext, case: &DecodeQkCase) {
             norms,
             table: &table,
             style: case.style,
+            bias: None,
         };
         let mut ops = OpList::new();
         let layer = AttentionLayer {

@@ -4,7 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{
-    attention::KvCache, base_defines, check_same_rows, check_width, make_dispatch, rope::RopeStyle,
+    attention::KvCache, base_defines, check_same_rows, check_width, make_numbered_dispatch, rope::RopeStyle,
     rope::RopeTable, workgroups_per_token, KernelError,
 };
 use crate::gpu::{Define, GpuContext, GpuTensor, OpList, StepBuffer};
@@ -53,6 +53,9 @@ pub struct QkStep<'a> {
     pub norms: Option<QkNorms<'a>>,
     pub table: &'a RopeTable,
     pub style: RopeStyle,
+    /// q's, k's and v's biases end to end, added before the norms and rotation (Qwen 2's in
+    /// prefill; decode's products add them as they store their rows).
+    pub bias: Option<&'a GpuTensor>,
 }
 
 impl QkStep<'_> {
@@ -82,6 +85,9 @@ impl QkStep<'_> {
             check_width(kernel, "q norm", norms.q, head_dim)?;
             check_width(kernel, "k norm", norms.k, head_dim)?;
         }
+        if let Some(bias) = self.bias {
+            check_width(kernel, "q/k/v bias", bias, q.width() + 2 * cache.n_kv_heads * head_dim)?;
+        }
         Ok(q.width() / head_dim)
     }
 
@@ -93,6 +99,9 @@ impl QkStep<'_> {
         }
         if self.norms.is_some() {
             defines.push(Define::flag("QK_NORM"));
+        }
+        if self.bias.is_some() {
+            defines.push(Define::flag("QKV_BIAS"));
         }
         defines
     }
@@ -112,8 +121,9 @@ impl QkStep<'_> {
     }
 }
 
-/// Records norm (when `qk.norms`) and RoPE of q and k, and stores k and v in `cache` at the
-/// step's positions; the result equals `record_rms_norm` + `record_rope` + `record_kv_store`.
+/// Records the biases (when `qk.bias`), norm (when `qk.norms`) and RoPE of q and k, and stores
+/// k and v in `cache` at the step's positions; the result equals `record_add_row` +
+/// `record_rms_norm` + `record_rope` + `record_kv_store`.
 pub fn record_qk_rope_store(
     ctx: &GpuContext,
     ops: &mut OpList,
@@ -145,7 +155,17 @@ pub fn record_qk_rope_store(
     let mut buffers =
         vec![rows.q.buffer(), rows.k.buffer(), rows.v.buffer(), &cache.k, &cache.v, step.buffer(), &params];
     buffers.extend(qk.table_and_norms());
+    let mut numbered: Vec<(u32, &wgpu::Buffer)> = (0..).zip(buffers).collect();
+    numbered.extend(qk.bias.map(|bias| (10, bias.buffer())));
     let workgroups = workgroups_per_token(ctx, n_heads + cache.n_kv_heads);
-    ops.push(make_dispatch(ctx, label, "fused_qk_rope_store.wgsl", "main", &defines, &buffers, workgroups)?);
+    ops.push(make_numbered_dispatch(
+        ctx,
+        label,
+        "fused_qk_rope_store.wgsl",
+        "main",
+        &defines,
+        &numbered,
+        workgroups,
+    )?);
     Ok(())
 }

@@ -419,26 +419,35 @@ impl<'a> LayerContext<'a> {
     }
 
     /// The q/k/v projections of `acts.normed` into `acts.q`, `k` and `v`, plus `bias` where
-    /// the layer has one: in decode the products add it as they store their rows (three
-    /// dispatches fewer a layer) where the adapter binds the buffer that takes, else row
-    /// additions labelled `bias_label` follow.
-    pub fn qkv_projections(
+    /// the layer has one (three dispatches fewer a layer than adding it on its own): in prefill
+    /// the q/k step adds it, so its end-to-end form is returned for `QkStep::bias`; in decode
+    /// the products add it as they store their rows where the adapter binds the buffer that
+    /// takes, else row additions labelled `bias_label` follow.
+    pub fn qkv_projections<'w>(
         &self,
         ops: &mut OpList,
         stacks: &[StackedMatrix],
-        bias: Option<&QkvBias>,
+        bias: Option<&'w QkvBias>,
         bias_label: &str,
-    ) -> Result<(), KernelError> {
+    ) -> Result<Option<&'w GpuTensor>, KernelError> {
         let acts = self.acts;
-        let stored_bias = bias.filter(|_| {
-            self.mode == ForwardMode::Decode
-                && self.ctx.caps.max_storage_buffers_per_stage >= MATVEC_BIAS_BUFFERS
-        });
-        let biases = stored_bias.map(|bias| bias.stacks.as_slice());
-        self.projections_with_biases(ops, stacks, &[&acts.q, &acts.k, &acts.v], biases)?;
-        match (bias, stored_bias) {
-            (Some(bias), None) => self.add_qkv_bias(ops, bias_label, bias),
-            _ => Ok(()),
+        let outputs = [&acts.q, &acts.k, &acts.v];
+        match (self.mode, bias) {
+            (ForwardMode::Prefill, _) | (_, None) => {
+                self.projections(ops, stacks, &outputs)?;
+                Ok(bias.map(|bias| &bias.qkv))
+            }
+            (ForwardMode::Decode, Some(bias))
+                if self.ctx.caps.max_storage_buffers_per_stage >= MATVEC_BIAS_BUFFERS =>
+            {
+                self.projections_with_biases(ops, stacks, &outputs, Some(&bias.stacks))?;
+                Ok(None)
+            }
+            (ForwardMode::Decode, Some(bias)) => {
+                self.projections(ops, stacks, &outputs)?;
+                self.add_qkv_bias(ops, bias_label, bias)?;
+                Ok(None)
+            }
         }
     }
 

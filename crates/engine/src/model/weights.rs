@@ -17,6 +17,8 @@ pub struct QkvBias {
     pub q: GpuTensor,
     pub k: GpuTensor,
     pub v: GpuTensor,
+    /// q's, k's and v's end to end: the prefill q/k step adds them (`QkStep::bias`).
+    pub qkv: GpuTensor,
     /// For each stack of the layer's `qkv`, its parts' biases end to end: the decode product
     /// adds them as it stores its rows.
     pub stacks: Vec<GpuTensor>,
@@ -113,9 +115,17 @@ impl ModelWeights {
                         q: uploader.vector(&bias("attn_q"))?,
                         k: uploader.vector(&bias("attn_k"))?,
                         v: uploader.vector(&bias("attn_v"))?,
+                        qkv: uploader.biases(
+                            &format!("blk.{layer}.attn_qkv bias"),
+                            &[name("attn_q"), name("attn_k"), name("attn_v")],
+                        )?,
                         stacks: qkv
                             .iter()
-                            .map(|stack| uploader.stacked_bias(stack))
+                            .map(|stack| {
+                                let parts: Vec<_> =
+                                    stack.parts.iter().map(|part| part.name.clone()).collect();
+                                uploader.biases(&format!("{} bias", stack.matrix.name), &parts)
+                            })
                             .collect::<Result<_, _>>()?,
                     }),
                     false => None,
@@ -324,18 +334,18 @@ impl<'a> Uploader<'a> {
         Ok(buffer)
     }
 
-    /// The biases of `stack`'s parts end to end (`blk.N.attn_q.weight`'s is `blk.N.attn_q.bias`),
-    /// f32 vectors the config checked; their bytes were counted as `vector` uploaded them.
-    fn stacked_bias(&self, stack: &StackedMatrix) -> Result<GpuTensor, ModelError> {
+    /// The biases of the matrices `weights` end to end (`blk.N.attn_q.weight`'s is
+    /// `blk.N.attn_q.bias`), f32 vectors the config checked; their bytes were counted as
+    /// `vector` uploaded them.
+    fn biases(&self, label: &str, weights: &[String]) -> Result<GpuTensor, ModelError> {
         let mut bytes = Vec::new();
-        for part in &stack.parts {
-            let name = format!("{}.bias", part.name.trim_end_matches(".weight"));
+        for weight in weights {
+            let name = format!("{}.bias", weight.trim_end_matches(".weight"));
             let info = self.gguf.tensor(&name).ok_or(ModelError::MissingTensor(name))?;
             bytes.extend_from_slice(&self.gguf.tensor_data(info));
         }
-        let label = format!("{} bias", stack.matrix.name);
         let buffer = self.ctx.checked(&format!("uploading {label}"), || {
-            GpuTensor::from_bytes(self.ctx, &label, (bytes.len() / 4) as u32, Element::F32, &bytes)
+            GpuTensor::from_bytes(self.ctx, label, (bytes.len() / 4) as u32, Element::F32, &bytes)
         })?;
         Ok(buffer)
     }

@@ -76,7 +76,13 @@ impl ArchitectureSpec for Gemma3 {
 
         lc.projections(ops, &w.qkv, &[&acts.q, &acts.k, &acts.v])?;
         let norms = QkNorms { q: &qk_norms.q, k: &qk_norms.k, eps: config.rms_eps };
-        let qk = QkStep { rows: lc.qkv_rows(), norms: Some(norms), table: rope, style: RopeStyle::Neox };
+        let qk = QkStep {
+            rows: lc.qkv_rows(),
+            norms: Some(norms),
+            table: rope,
+            style: RopeStyle::Neox,
+            bias: None,
+        };
         let window = if config.is_sliding_layer(index) { config.sliding_window } else { 0 };
         lc.attention(ops, &name("qk_norm_rope_store"), &name("attention"), &qk, cache, window)?;
         lc.linear(ops, &name("attn_output"), &w.o, &acts.attention, &acts.projection)?;

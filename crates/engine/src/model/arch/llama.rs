@@ -110,9 +110,9 @@ pub(super) fn record_pre_norm_layer<'a>(
     let acts = lc.acts;
     let name = |what: &str| format!("blk.{index}.{what}");
 
-    lc.qkv_projections(ops, &w.qkv, w.qkv_bias.as_ref(), &name("qkv_bias"))?;
+    let bias = lc.qkv_projections(ops, &w.qkv, w.qkv_bias.as_ref(), &name("qkv_bias"))?;
     let norms = w.qk_norms.as_ref().map(|n| QkNorms { q: &n.q, k: &n.k, eps: lc.config.rms_eps });
-    let qk = QkStep { rows: lc.qkv_rows(), norms, table: rope, style };
+    let qk = QkStep { rows: lc.qkv_rows(), norms, table: rope, style, bias };
     let qk_label = if norms.is_some() { "qk_norm_rope_store" } else { "rope_store" };
     lc.attention(ops, &name(qk_label), &name("attention"), &qk, cache, 0)?;
     lc.linear(ops, &name("attn_output"), &w.o, &acts.attention, &acts.projection)?;
