@@ -173,12 +173,6 @@ fn normalize_input(ids: Ids, writes_stream: bool) -> f32 {
 alias PartInput = WideQ8Runs;
 const UNIT_PARTS = WIDE_PARTS;
 
-// The 16-value vector of x that run `run` of wide part `part` multiplies, counted from its
-// block's first (quant_formats.wgsl: the run's 32-value block, and which half of it).
-fn wide_run_vec(part: u32, run: u32) -> u32 {
-    return ((part >> 1u) * WIDE_RUNS + run) * 2u + (part & 1u);
-}
-
 // The slice of x wide part `part` of the block at x_base multiplies.
 fn part_input(x_base: u32, part: u32) -> PartInput {
     let base = x_base >> 4u;

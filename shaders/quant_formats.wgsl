@@ -11,10 +11,10 @@
 //     runs of 4 consecutive values, run r starting at value run_start(part, r) of the block;
 //     part_dot is the dot product of the part with the matching slices of x (`xs`, whose
 //     run sums are `x_sums`), with block scales applied once per run rather than per value.
-//   WIDE_PARTS, WIDE_RUNS, wide_part_dot_q8(block_byte, part, xq) -> f32 (Q4_K, Q5_K, Q6_K, with
-//     WIDE_Q8): the matrix-vector kernel on a Q8 input with 16-byte loads. Wide part p
-//     multiplies values 16(p%2)..16(p%2)+15 of WIDE_RUNS consecutive 32-value blocks of the
-//     block's values from block (p/2)·WIDE_RUNS, run r the r-th (`xq`, WideQ8Runs).
+//   WIDE_PARTS, WIDE_RUNS, wide_part_dot_q8(block_byte, part, xq) -> f32 (Q4_K, Q5_K, Q6_K,
+//     IQ4_XS, with WIDE_Q8): the matrix-vector kernel on a Q8 input with 16-byte loads. Wide
+//     part p multiplies WIDE_RUNS runs of 16 values, run r the 16-value vector of x that
+//     wide_run_vec(p, r) names (`xq`, WideQ8Runs).
 //   load_value_table(lid): called by every thread of a kernel before anything else (it may
 //     hold a barrier); fills the shared value table of the table types (quant_value_table.wgsl).
 // Quants become floats through the exponent trick (bits 0x4b000000 | q are the float
@@ -64,7 +64,7 @@ struct WideQ8Runs {
 
 #ifdef WIDE_Q8
 // The 16 bytes at the 2-aligned byte offset `byte`, from two aligned vectors: blocks of 210
-// bytes sit at every even offset modulo 16.
+// bytes sit at every even offset modulo 16, of 136 bytes at 0 and 8.
 fn vec_even(byte: u32) -> vec4<u32> {
     let v0 = weight_vecs[byte >> 4u];
     let v1 = weight_vecs[(byte >> 4u) + 1u];
@@ -75,6 +75,19 @@ fn vec_even(byte: u32) -> vec4<u32> {
     }
     let next = select(select(v1.x, v1.y, k == 1u), select(v1.z, v1.w, k == 3u), k >= 2u);
     return (words >> vec4<u32>(16u)) | (vec4<u32>(words.yzw, next) << vec4<u32>(16u));
+}
+#endif
+
+#ifdef WIDE_Q8
+// The 16-value vector of x that run `run` of wide part `part` multiplies, counted from its
+// block's first: half p%2 of 32-value block (p/2)·WIDE_RUNS + run for the K-quants; IQ4_XS's
+// part p is 32-value block p, run r its half r.
+fn wide_run_vec(part: u32, run: u32) -> u32 {
+#ifdef TYPE_IQ4_XS
+    return part * 2u + run;
+#else
+    return ((part >> 1u) * WIDE_RUNS + run) * 2u + (part & 1u);
+#endif
 }
 #endif
 
@@ -764,6 +777,24 @@ fn part_dot_q8(block_byte: u32, part: u32, xq: Q8Runs) -> f32 {
     let q1 = table_bytes(weights[w + 1u]);
     let dots = dot4I8Packed(q0.x, xq.words.x) + dot4I8Packed(q1.x, xq.words.y) + dot4I8Packed(q0.y, xq.words.z) + dot4I8Packed(q1.y, xq.words.w);
     return iq4_xs_scale(block_byte, part >> 1u) * xq.scales.x * f32(dots);
+}
+#endif
+
+#ifdef WIDE_Q8
+// Wide parts: part p is block p whole, its 16 bytes of nibbles one vector read (8 bytes off a
+// 16-byte boundary in every other 136-byte block): the low nibbles are run 0 (values 0..15),
+// the high ones run 1 (values 16..31), both in one 32-value block of x.
+const WIDE_PARTS = 8u;
+const WIDE_RUNS = 2u;
+
+fn wide_part_dot_q8(block_byte: u32, part: u32, xq: WideQ8Runs) -> f32 {
+    let q = vec_even(block_byte + 8u + part * 16u);
+    let a = table_bytes(q.x);
+    let b = table_bytes(q.y);
+    let c = table_bytes(q.z);
+    let d = table_bytes(q.w);
+    let dots = wide_dot(vec4<u32>(a.x, b.x, c.x, d.x), xq.r0) + wide_dot(vec4<u32>(a.y, b.y, c.y, d.y), xq.r1);
+    return iq4_xs_scale(block_byte, part) * xq.scales.x * f32(dots);
 }
 #endif
 #endif

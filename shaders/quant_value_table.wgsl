@@ -4,6 +4,11 @@
 // ALU-bound (H100, Llama 8B shape: IQ4_XS decoded at 78 tokens/s against Q4_K_M's 177).
 // The including section defines TABLE: the entries plus 128, one byte each, four to a word.
 var<workgroup> value_table: array<f32, 16>;
+
+// TABLE's entry `n` plus 128.
+fn table_entry(n: u32) -> u32 {
+    return (TABLE[n >> 2u] >> ((n & 3u) * 8u)) & 0xffu;
+}
 #ifdef Q8_INPUT
 // For the products on a Q8 input (matmul_vector.wgsl): the values of both nibbles of every
 // byte as signed bytes, the low nibble's in bits 0-7 and the high nibble's in bits 16-23, so
@@ -12,13 +17,13 @@ var<workgroup> pair_table: array<u32, 256>;
 
 // Entry `n` as a signed byte: flipping bit 7 of entry + 128.
 fn table_byte(n: u32) -> u32 {
-    return ((TABLE[n >> 2u] >> ((n & 3u) * 8u)) & 0xffu) ^ 0x80u;
+    return table_entry(n) ^ 0x80u;
 }
 #endif
 
 fn load_value_table(lid: u32) {
     if (lid < 16u) {
-        value_table[lid] = f32((TABLE[lid >> 2u] >> ((lid & 3u) * 8u)) & 0xffu) - 128.0;
+        value_table[lid] = f32(table_entry(lid)) - 128.0;
     }
 #ifdef Q8_INPUT
     for (var b = lid; b < 256u; b += WG) {

@@ -74,13 +74,13 @@ fn parts_per_row(w: &GpuMatrix) -> u32 {
 }
 
 /// Parts per row of `w` in the wide kernel on a Q8 input (`WIDE_Q8` of matmul_vector.wgsl:
-/// 16-byte loads of weights and input, 32 values a part for Q4_K and Q5_K, 64 for Q6_K), where its type
+/// 16-byte loads of weights and input, 32 values a part for Q4_K, Q5_K and IQ4_XS, 64 for Q6_K), where its type
 /// has one and its rows hold at least 16 such parts. H200, Llama 3.1 8B's products
 /// (`benches/decode_matvec.rs`): gate+up 43.7 -> 28.3 µs, ffn_down Q6_K 37.1 -> 23.3, Q4_K
 /// 26.2 -> 16.7; Llama 3.2 1B's Q6_K lm head (32 parts a row, 32 threads) 33.9 -> 23.9.
 fn wide_parts_per_row(w: &GpuMatrix) -> Option<u32> {
     let values_per_part = match w.ggml_type {
-        GgmlType::Q4_K | GgmlType::Q5_K => 32,
+        GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::IQ4_XS => 32,
         GgmlType::Q6_K => 64,
         _ => return None,
     };
@@ -425,8 +425,8 @@ fn matvec_dispatch(
         bound.push((10, q8.scales.buffer()));
         if wide_parts.is_some() {
             defines.push(Define::flag("WIDE_Q8"));
-            // Q6_K still reads its scales as words; Q4_K and Q5_K read nothing else.
-            if w.ggml_type == GgmlType::Q6_K {
+            // Q6_K and IQ4_XS still read their scales as words; Q4_K and Q5_K read nothing else.
+            if matches!(w.ggml_type, GgmlType::Q6_K | GgmlType::IQ4_XS) {
                 bound.push((11, &chunk.buffer));
             } else {
                 bound[0].0 = 11;
