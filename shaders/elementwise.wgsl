@@ -1,7 +1,6 @@
 // Element-wise steps of a transformer block, over step.n_tokens rows of `row_len` values.
 //   gated_activation: a = act(a) · b, the gated FFN (GELU_TANH for Gemma, else SiLU).
 //   add: a += b, the residual connection.
-//   add_row: a[t] += b for every token row t, a bias.
 //   copy_last_row: b[0..row_len] = a[last token's row], the hidden state the LM head reads.
 #include "step.wgsl"
 
@@ -36,14 +35,6 @@ fn add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n
     let i = linear_index(gid, nwg);
     if (i < step.n_tokens * params.row_len) {
         a[i] += b[i];
-    }
-}
-
-@compute @workgroup_size(WG)
-fn add_row(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_index(gid, nwg);
-    if (i < step.n_tokens * params.row_len) {
-        a[i] += b[i % params.row_len];
     }
 }
 

@@ -66,17 +66,25 @@ impl Synth {
     }
 }
 
-/// The model at `path` loads as `arch`, gives finite, non-constant logits after a prompt, and
-/// its greedy first token is their argmax.
+/// The model at `path` loads as `arch` (its upload's progress counting every tensor once),
+/// gives finite, non-constant logits after a prompt, and its greedy first token is their argmax.
 fn assert_loads_and_steps(engine: &Engine, path: &std::path::Path, label: &str, arch: &str, vocab: u32) {
+    let mut uploaded = Vec::new();
     let model = engine
         .load_model(
             path,
             LoadOptions { context_len: Some(64), max_batch: Some(8), ..Default::default() },
-            &mut |_| {},
+            &mut |progress| {
+                if progress.stage == "uploading weights" {
+                    uploaded.push(progress.fraction);
+                }
+            },
         )
         .unwrap_or_else(|e| panic!("{label}: {e}"));
     assert_eq!(model.info().architecture, arch);
+    assert!(uploaded.is_sorted(), "{label}: upload progress went back: {uploaded:?}");
+    let last = uploaded.last().copied().unwrap_or_default();
+    assert!((last - 1.0).abs() < 1e-5, "{label}: upload progress ended at {last}");
     let mut session = model.new_session().unwrap();
     let prompt: Vec<u32> = (1..12).collect();
     let logits = session.logits_after(&prompt).unwrap();

@@ -12,9 +12,7 @@ use doppler_engine::{
     kernels::{
         attention::{record_attention, record_kv_store, AttentionLayer, FlashPartials, FlashTile, KvCache},
         decode_attention::{record_decode_attention, record_decode_attention_with_qk_step},
-        elementwise::{
-            record_add, record_add_row, record_copy_last_row, record_gated_activation, Activation,
-        },
+        elementwise::{record_add, record_copy_last_row, record_gated_activation, Activation},
         fused_norm::{record_residual_norm, ResidualNorms, ResidualRows},
         fused_qk::{record_qk_rope_store, QkNorms, QkStep, QkvRows},
         matmul::{record_quantize_q8, Q8Vector},
@@ -186,24 +184,6 @@ fn rope_applies_frequency_divisors_and_attention_factor() {
         // f32 angles near 1,500 rad are good to ~1e-4.
         assert_close(&format!("rope {style:?}"), &read_tensor(&ctx, &buf), &expected, 5e-4, 1e-4);
     }
-}
-
-/// The q/k/v biases (Qwen 2): one row added to every token's row.
-#[test]
-fn add_row_adds_a_bias_to_every_token() {
-    let ctx = gpu(GpuOptions::default());
-    let (row_len, n_tokens) = (300u32, 4u32);
-    let x = values((row_len * n_tokens) as usize, 31);
-    let bias = values(row_len as usize, 32);
-    let width = row_len as usize;
-    let (buf, bias_buf) = (f32_tensor(&ctx, width, &x), f32_tensor(&ctx, width, &bias));
-    let step = step_buffer(&ctx, 0, n_tokens);
-    let mut ops = OpList::new();
-    record_add_row(&ctx, &mut ops, "bias", &buf, &bias_buf, &step).unwrap();
-    run(&ctx, &ops, n_tokens);
-    let expected: Vec<f64> =
-        x.iter().enumerate().map(|(i, &v)| v as f64 + bias[i % row_len as usize] as f64).collect();
-    assert_close("add_row", &read_tensor(&ctx, &buf), &expected, 1e-6, 1e-6);
 }
 
 struct AttentionCase {

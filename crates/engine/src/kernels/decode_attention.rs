@@ -264,7 +264,8 @@ pub fn record_decode_attention_with_qk_step(
     // q, both caches, the slices' values and stats, step, raw k and v, the table, the norms.
     let storage_buffers = 9 + if qk.norms.is_some() { 2 } else { 0 };
     match SlicesKernel::choose(ctx, cache, shape) {
-        // The slices take no biases: decode's products add them.
+        // The slices take no biases: the products add them where the adapter binds enough
+        // buffers, and steps that still carry them take the q/k kernel.
         Some(kernel) if qk.bias.is_none() && storage_buffers <= ctx.caps.max_storage_buffers_per_stage => {
             record_split_attention(ctx, ops, label, qk.rows.q, layer, kernel, Some((qk_label, qk)))
         }

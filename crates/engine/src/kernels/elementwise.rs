@@ -93,30 +93,6 @@ pub fn record_add(
     Ok(())
 }
 
-/// Records `rows[t] += row` for every token t of the step: a bias.
-pub fn record_add_row(
-    ctx: &GpuContext,
-    ops: &mut OpList,
-    label: &str,
-    rows: &GpuTensor,
-    row: &GpuTensor,
-    step: &StepBuffer,
-) -> Result<(), KernelError> {
-    let row_len = rows.width();
-    check_width("add row", "row", row, row_len)?;
-    let params = ctx.uniform_buffer(label, &RowParams { row_len, _pad: [0; 3] });
-    ops.push(make_dispatch(
-        ctx,
-        label,
-        "elementwise.wgsl",
-        "add_row",
-        &base_defines(),
-        &[rows.buffer(), row.buffer(), step.buffer(), &params],
-        threads_per_token(ctx, row_len),
-    )?);
-    Ok(())
-}
-
 /// Records copying the step's last token's row of `rows` into `last`.
 pub fn record_copy_last_row(
     ctx: &GpuContext,

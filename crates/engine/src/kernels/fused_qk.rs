@@ -122,8 +122,8 @@ impl QkStep<'_> {
 }
 
 /// Records the biases (when `qk.bias`), norm (when `qk.norms`) and RoPE of q and k, and stores
-/// k and v in `cache` at the step's positions; the result equals `record_add_row` +
-/// `record_rms_norm` + `record_rope` + `record_kv_store`.
+/// k and v in `cache` at the step's positions; the result equals adding the biases to the rows,
+/// then `record_rms_norm` + `record_rope` + `record_kv_store`.
 pub fn record_qk_rope_store(
     ctx: &GpuContext,
     ops: &mut OpList,

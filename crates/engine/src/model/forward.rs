@@ -9,7 +9,7 @@ use crate::{
     kernels::{
         attention::{record_attention, AttentionLayer, FlashPartials, FlashTile, KvCache},
         decode_attention::record_decode_attention_with_qk_step,
-        elementwise::{record_add_row, record_copy_last_row, record_gated_activation, Activation},
+        elementwise::{record_copy_last_row, record_gated_activation, Activation},
         embedding::{record_embedding, ScaledTable},
         fused_norm::{record_residual_norm, ResidualNorms, ResidualRows},
         fused_qk::{record_qk_rope_store, QkStep, QkvRows},
@@ -419,34 +419,27 @@ impl<'a> LayerContext<'a> {
     }
 
     /// The q/k/v projections of `acts.normed` into `acts.q`, `k` and `v`, plus `bias` where
-    /// the layer has one (three dispatches fewer a layer than adding it on its own): in prefill
-    /// the q/k step adds it, so its end-to-end form is returned for `QkStep::bias`; in decode
-    /// the products add it as they store their rows where the adapter binds the buffer that
-    /// takes, else row additions labelled `bias_label` follow.
+    /// the layer has one, with no dispatch of its own: in decode the products add it as they
+    /// store their rows where the adapter binds the buffer that takes; else the q/k step does,
+    /// and its end-to-end form is returned for `QkStep::bias`.
     pub fn qkv_projections<'w>(
         &self,
         ops: &mut OpList,
         stacks: &[StackedMatrix],
         bias: Option<&'w QkvBias>,
-        bias_label: &str,
     ) -> Result<Option<&'w GpuTensor>, KernelError> {
         let acts = self.acts;
         let outputs = [&acts.q, &acts.k, &acts.v];
         match (self.mode, bias) {
-            (ForwardMode::Prefill, _) | (_, None) => {
-                self.projections(ops, stacks, &outputs)?;
-                Ok(bias.map(|bias| &bias.qkv))
-            }
             (ForwardMode::Decode, Some(bias))
                 if self.ctx.caps.max_storage_buffers_per_stage >= MATVEC_BIAS_BUFFERS =>
             {
                 self.projections_with_biases(ops, stacks, &outputs, Some(&bias.stacks))?;
                 Ok(None)
             }
-            (ForwardMode::Decode, Some(bias)) => {
+            _ => {
                 self.projections(ops, stacks, &outputs)?;
-                self.add_qkv_bias(ops, bias_label, bias)?;
-                Ok(None)
+                Ok(bias.map(|bias| &bias.qkv))
             }
         }
     }
@@ -614,16 +607,6 @@ impl<'a> LayerContext<'a> {
             }
         }
         self.wrote(&acts.attention, output_q8);
-        Ok(())
-    }
-
-    /// Adds the q, k and v biases to the step's projections (Qwen 2).
-    fn add_qkv_bias(&self, ops: &mut OpList, label: &str, bias: &QkvBias) -> Result<(), KernelError> {
-        let acts = self.acts;
-        for (part, rows, bias) in [("q", &acts.q, &bias.q), ("k", &acts.k, &bias.k), ("v", &acts.v, &bias.v)]
-        {
-            record_add_row(self.ctx, ops, &format!("{label}.{part}"), rows, bias, &acts.step)?;
-        }
         Ok(())
     }
 

@@ -14,10 +14,8 @@ pub struct QkNormWeights {
 
 /// Biases added to the q, k and v projections (Qwen 2).
 pub struct QkvBias {
-    pub q: GpuTensor,
-    pub k: GpuTensor,
-    pub v: GpuTensor,
-    /// q's, k's and v's end to end: the prefill q/k step adds them (`QkStep::bias`).
+    /// q's, k's and v's end to end: the q/k step adds them (`QkStep::bias`) in prefill, and in
+    /// decode where the products cannot.
     pub qkv: GpuTensor,
     /// For each stack of the layer's `qkv`, its parts' biases end to end: the decode product
     /// adds them as it stores its rows.
@@ -93,7 +91,6 @@ impl ModelWeights {
         let mut layers = Vec::with_capacity(config.n_layers as usize);
         for layer in 0..config.n_layers {
             let name = |suffix: &str| format!("blk.{layer}.{suffix}.weight");
-            let bias = |suffix: &str| format!("blk.{layer}.{suffix}.bias");
             let qkv_parts = match layout.qkv {
                 Storage::Separate => uploader.parts(&[&name("attn_q"), &name("attn_k"), &name("attn_v")])?,
                 Storage::Fused => uploader.split(
@@ -111,23 +108,11 @@ impl ModelWeights {
             layers.push(LayerWeights {
                 attn_norm,
                 qkv_bias: match layout.qkv_bias {
-                    true => Some(QkvBias {
-                        q: uploader.vector(&bias("attn_q"))?,
-                        k: uploader.vector(&bias("attn_k"))?,
-                        v: uploader.vector(&bias("attn_v"))?,
-                        qkv: uploader.biases(
-                            &format!("blk.{layer}.attn_qkv bias"),
-                            &[name("attn_q"), name("attn_k"), name("attn_v")],
-                        )?,
-                        stacks: qkv
-                            .iter()
-                            .map(|stack| {
-                                let parts: Vec<_> =
-                                    stack.parts.iter().map(|part| part.name.clone()).collect();
-                                uploader.biases(&format!("{} bias", stack.matrix.name), &parts)
-                            })
-                            .collect::<Result<_, _>>()?,
-                    }),
+                    true => Some(uploader.qkv_bias(
+                        &format!("blk.{layer}.attn_qkv bias"),
+                        &[name("attn_q"), name("attn_k"), name("attn_v")],
+                        &qkv,
+                    )?),
                     false => None,
                 },
                 qkv,
@@ -334,9 +319,28 @@ impl<'a> Uploader<'a> {
         Ok(buffer)
     }
 
+    /// The biases of the q, k and v matrices `weights`, end to end and per stack of `stacks`;
+    /// their bytes count once.
+    fn qkv_bias(
+        &mut self,
+        label: &str,
+        weights: &[String],
+        stacks: &[StackedMatrix],
+    ) -> Result<QkvBias, ModelError> {
+        let qkv = self.biases(label, weights)?;
+        let stacks = stacks
+            .iter()
+            .map(|stack| {
+                let parts: Vec<_> = stack.parts.iter().map(|part| part.name.clone()).collect();
+                self.biases(&format!("{} bias", stack.matrix.name), &parts)
+            })
+            .collect::<Result<_, _>>()?;
+        self.advance(u64::from(qkv.width()) * 4)?;
+        Ok(QkvBias { qkv, stacks })
+    }
+
     /// The biases of the matrices `weights` end to end (`blk.N.attn_q.weight`'s is
-    /// `blk.N.attn_q.bias`), f32 vectors the config checked; their bytes were counted as
-    /// `vector` uploaded them.
+    /// `blk.N.attn_q.bias`), f32 vectors the config checked.
     fn biases(&self, label: &str, weights: &[String]) -> Result<GpuTensor, ModelError> {
         let mut bytes = Vec::new();
         for weight in weights {

@@ -110,7 +110,7 @@ pub(super) fn record_pre_norm_layer<'a>(
     let acts = lc.acts;
     let name = |what: &str| format!("blk.{index}.{what}");
 
-    let bias = lc.qkv_projections(ops, &w.qkv, w.qkv_bias.as_ref(), &name("qkv_bias"))?;
+    let bias = lc.qkv_projections(ops, &w.qkv, w.qkv_bias.as_ref())?;
     let norms = w.qk_norms.as_ref().map(|n| QkNorms { q: &n.q, k: &n.k, eps: lc.config.rms_eps });
     let qk = QkStep { rows: lc.qkv_rows(), norms, table: rope, style, bias };
     let qk_label = if norms.is_some() { "qk_norm_rope_store" } else { "rope_store" };
