@@ -6,8 +6,8 @@
 // max grows, but cooperative matrices have no elementwise operations to rescale with; the
 // scores are computed twice instead, which the tensor cores can spare.
 // Subgroup (row block r, slab s) owns output rows 16·r .. 16·r + 15 and dimensions
-// SLAB·s .. SLAB·s + SLAB - 1 as 16 × 16 accumulators (four in a slab of 64 dimensions, two in
-// one of 32 with NARROW_SLABS); the subgroups share out the BR × BC score fragments of each key
+// SLAB·s .. SLAB·s + SLAB - 1 as 16 × 16 accumulators (SLAB 64: four, with SLAB_FRAGMENTS_2 and
+// _4; 32: two, with _2; 16: one); the subgroups share out the BR × BC score fragments of each key
 // tile. A tile's keys, then its values, are staged in shared memory by every thread at once in
 // 16-byte loads, issued while the tensor cores work on the tile before: cooperative loads
 // straight from the cache, one dependent load per product, left the kernel waiting on memory
@@ -53,11 +53,6 @@
 const FRAGMENT = 16u;
 const ROW_BLOCKS = BR / FRAGMENT;
 const KEY_BLOCKS = BC / FRAGMENT;
-#ifdef NARROW_SLABS
-const SLAB = 32u;
-#else
-const SLAB = 64u;
-#endif
 const SLABS = HEAD_DIM / SLAB;
 const SUBGROUPS = ROW_BLOCKS * SLABS;
 // Rows of the query tile are padded by 8 values so they start 16 bytes apart without all
@@ -293,8 +288,10 @@ fn main(
     workgroupBarrier();
 #endif
     var o0 = coop_mat16x16<f32, C>();
+#ifdef SLAB_FRAGMENTS_2
     var o1 = coop_mat16x16<f32, C>();
-#ifndef NARROW_SLABS
+#endif
+#ifdef SLAB_FRAGMENTS_4
     var o2 = coop_mat16x16<f32, C>();
     var o3 = coop_mat16x16<f32, C>();
 #endif
@@ -335,8 +332,10 @@ fn main(
             let a = coopLoadT<coop_mat16x16<f16, A>>(&weights[(row_block * WEIGHT_STRIDE + key) / 4u], WEIGHT_STRIDE / 4u);
             let at = key * KV_STRIDE + slab / 4u;
             o0 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&kv_tile[at], KV_STRIDE), o0);
+#ifdef SLAB_FRAGMENTS_2
             o1 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&kv_tile[at + 4u], KV_STRIDE), o1);
-#ifndef NARROW_SLABS
+#endif
+#ifdef SLAB_FRAGMENTS_4
             o2 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&kv_tile[at + 8u], KV_STRIDE), o2);
             o3 = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&kv_tile[at + 12u], KV_STRIDE), o3);
 #endif
@@ -352,8 +351,10 @@ fn main(
     // (store_output's barrier makes them visible before they are read.)
     let rows = OutputRows(t0, n_queries, head, split, splits);
     store_output(o0, row_block, slab, rows, subgroup, lane);
+#ifdef SLAB_FRAGMENTS_2
     store_output(o1, row_block, slab + 16u, rows, subgroup, lane);
-#ifndef NARROW_SLABS
+#endif
+#ifdef SLAB_FRAGMENTS_4
     store_output(o2, row_block, slab + 32u, rows, subgroup, lane);
     store_output(o3, row_block, slab + 48u, rows, subgroup, lane);
 #endif

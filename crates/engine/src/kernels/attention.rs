@@ -246,7 +246,7 @@ pub struct FlashTile {
     pub rows: u32,
     pub keys: u32,
     pub head_dim: u32,
-    /// Dimensions of the head each subgroup's accumulators hold: 32 or 64.
+    /// Dimensions of the head each subgroup's accumulators hold: 16, 32 or 64.
     pub slab: u32,
     /// Each subgroup keeps its row block's query fragments in registers for the scores, and
     /// the query tile, staged once, shares the key tile's shared memory.
@@ -279,13 +279,13 @@ impl FlashTile {
     /// or fewer (32 for heads of 96 and 128: 64 rows of 32-key tiles prefilled Llama 8B and
     /// Phi-3.5 at depth 4096 15-18% faster than 32 rows of 64-key tiles, and 16 rows were 3×
     /// slower; `bench/results/2026-11-27-h200-flash-rows/`). All in `slab_for`'s slabs first,
-    /// then in slabs of 64, whose fewer subgroups stage fewer output fragments, for adapters
-    /// with less shared memory.
+    /// then in wider ones (32, 64), whose fewer subgroups stage fewer output fragments, for
+    /// adapters with less shared memory.
     pub fn new(head_dim: u32, max_shared_bytes: u32) -> Option<FlashTile> {
         let rows = Self::rows_for(head_dim);
         let preferred = Self::slab_for(head_dim);
-        let wide = (preferred != 64 && head_dim.is_multiple_of(64)).then_some(64);
-        let mut tiles = [Some(preferred), wide].into_iter().flatten().flat_map(|slab| {
+        let wider = [32, 64].into_iter().filter(|&slab| slab > preferred && head_dim.is_multiple_of(slab));
+        let mut tiles = std::iter::once(preferred).chain(wider).flat_map(|slab| {
             let registers = Self::query_registers_suit(head_dim).then_some(FlashTile {
                 rows,
                 keys: 64,
@@ -319,12 +319,18 @@ impl FlashTile {
     /// times the threads for the scalar passes (on an H200 pp512 at depth 4096 +11% on Llama
     /// 3.2 1B, +1-2% on Llama 3.1 8B and Qwen3 4B over slabs of 64), and 64 for wider ones
     /// (Gemma 3's 256: 512 threads over 32 rows took 60% longer;
-    /// `bench/results/2026-11-28-h200-attention-scalar/`).
+    /// `bench/results/2026-11-28-h200-attention-scalar/`). Heads of 96 take 16: three slabs of
+    /// 32 leave one subgroup of a row block two of a tile's four key blocks and the scalar
+    /// passes four of a row's six lanes; six of 16 take at most one block each and give a row
+    /// eight lanes (Phi-3.5,
+    /// pp512 at depth 4096: attention 14.4 -> 13.5 ms a step; 48-key tiles for three slabs of
+    /// 32 were 3% slower; `bench/results/2026-11-29-h200-variants/`).
     fn slab_for(head_dim: u32) -> u32 {
-        if head_dim <= 128 || !head_dim.is_multiple_of(64) {
-            32
-        } else {
-            64
+        match head_dim {
+            96 => 16,
+            ..=128 => 32,
+            _ if head_dim.is_multiple_of(64) => 64,
+            _ => 32,
         }
     }
 
@@ -375,6 +381,7 @@ impl FlashTile {
             Define::u32("HEAD_DIM", self.head_dim),
             Define::u32("BR", self.rows),
             Define::u32("BC", self.keys),
+            Define::u32("SLAB", self.slab),
             Define::u32("SCORES_LEN", self.scores_len()),
             Define::u32("WG", 32 * self.subgroups()),
             Define::u32("ROW_LANES", self.row_lanes()),
@@ -382,8 +389,11 @@ impl FlashTile {
             Define::u32("N_SPLITS", splits.most),
         ];
         defines.extend(splits.defines());
-        if self.slab == 32 {
-            defines.push(Define::flag("NARROW_SLABS"));
+        if self.slab >= 32 {
+            defines.push(Define::flag("SLAB_FRAGMENTS_2"));
+        }
+        if self.slab == 64 {
+            defines.push(Define::flag("SLAB_FRAGMENTS_4"));
         }
         if self.query_registers {
             defines.push(Define::flag("QUERY_REGISTERS"));
@@ -609,7 +619,7 @@ mod flash_tests {
         for head_dim in [64, 96, 128, 256] {
             let chosen = FlashTile::new(head_dim, 48 << 10).unwrap();
             assert!(chosen.query_registers);
-            assert_eq!(chosen.slab, if head_dim <= 128 { 32 } else { 64 });
+            assert_eq!(chosen.slab, FlashTile::slab_for(head_dim));
             // The staged query tile too, where shared memory is short of the registers' tile.
             let staged = FlashTile::new(head_dim, 35 << 10).unwrap();
             assert!(!staged.query_registers);
