@@ -286,7 +286,6 @@ mod tests {
     fn labels_split_into_layer_and_op() {
         assert_eq!(timing("blk.12.attn_q+attn_k+attn_v").op(), "attn_q+attn_k+attn_v");
         assert_eq!(timing("blk.12.attn_q+attn_k+attn_v").layer(), Some(12));
-        assert_eq!(timing("blk.0.qkv_bias.q").op(), "qkv_bias.q");
         assert_eq!(timing("lm head").op(), "lm head");
         assert_eq!(timing("lm head").layer(), None);
         assert_eq!(timing("blk.x.attention").layer(), None);

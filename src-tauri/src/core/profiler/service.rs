@@ -478,7 +478,7 @@ mod tests {
             ("embedding", KernelKind::Embedding),
             ("last token", KernelKind::Elementwise),
             ("ffn_gelu", KernelKind::Elementwise),
-            ("qkv_bias.q", KernelKind::Elementwise),
+            ("ffn_down (K splits)", KernelKind::Elementwise),
         ] {
             assert_eq!(kernel_kind(op), kind, "{op}");
         }
