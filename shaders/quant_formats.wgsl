@@ -76,9 +76,7 @@ fn vec_even(byte: u32) -> vec4<u32> {
     let next = select(select(v1.x, v1.y, k == 1u), select(v1.z, v1.w, k == 3u), k >= 2u);
     return (words >> vec4<u32>(16u)) | (vec4<u32>(words.yzw, next) << vec4<u32>(16u));
 }
-#endif
 
-#ifdef WIDE_Q8
 // The 16-value vector of x that run `run` of wide part `part` multiplies, counted from its
 // block's first: half p%2 of 32-value block (p/2)·WIDE_RUNS + run for the K-quants; IQ4_XS's
 // part p is 32-value block p, run r its half r.

@@ -322,9 +322,8 @@ impl FlashTile {
     /// `bench/results/2026-11-28-h200-attention-scalar/`). Heads of 96 take 16: three slabs of
     /// 32 leave one subgroup of a row block two of a tile's four key blocks and the scalar
     /// passes four of a row's six lanes; six of 16 take at most one block each and give a row
-    /// eight lanes (Phi-3.5,
-    /// pp512 at depth 4096: attention 14.4 -> 13.5 ms a step; 48-key tiles for three slabs of
-    /// 32 were 3% slower; `bench/results/2026-11-29-h200-variants/`).
+    /// eight lanes (Phi-3.5, pp512 at depth 4096: attention 14.4 -> 13.5 ms a step; 48-key
+    /// tiles for three slabs of 32 were 3% slower; `bench/results/2026-11-29-h200-variants/`).
     fn slab_for(head_dim: u32) -> u32 {
         match head_dim {
             96 => 16,
