@@ -37,7 +37,10 @@ pub use crate::quant::SUPPORTED_TYPES;
 /// word-wide kernel, 20.6 wide with 32 threads); fewer rows per workgroup for small matrices so they
 /// still spread over every SM, except where each workgroup normalizes a long input (over
 /// 1,024 values) itself: there four rows share one norm (1B q, k, v: 10.0 µs against 11.7
-/// with one; the 270M's, 640 values wide, are faster with one).
+/// with one; the 270M's, 640 values wide, are faster with one). Matrices of 2,048-4,095 rows
+/// take one row a workgroup, twice the workgroups of two (H200 tg128: Llama 3.2 1B +4%, Qwen3
+/// 4B +1.2%, Llama 3.2 3B -0.5%), but for the table types, whose workgroups each fill a
+/// table first (Llama 3.2 3B IQ4_XS -7% with one).
 ///
 /// A CPU adapter runs a workgroup's threads as a few SIMD lanes, and every workgroup and
 /// barrier costs it far more than a thread does: 16 threads over four rows decode SmolLM2
@@ -60,13 +63,20 @@ fn matvec_shape(
     let rows_per_workgroup = match w.rows {
         1024.. if normed_input && w.row_len > 1024 => 4,
         4096.. => 4,
-        2048.. => 2,
+        2048.. if fills_value_table(w.ggml_type) => 2,
         _ => 1,
     };
     (threads, rows_per_workgroup.min(max_rows))
 }
 
 const CPU_MATVEC_THREADS: u32 = 16;
+
+/// Whether every workgroup of `ty`'s products first fills shared value tables
+/// (quant_value_table.wgsl): 256 entries, which two rows a workgroup share where one would
+/// do.
+fn fills_value_table(ty: GgmlType) -> bool {
+    matches!(ty, GgmlType::IQ4_NL | GgmlType::IQ4_XS | GgmlType::MXFP4)
+}
 
 /// Parts per row of `w` in the matrix-vector kernel: each part is 16 values (quant_formats.wgsl).
 fn parts_per_row(w: &GpuMatrix) -> u32 {
