@@ -717,8 +717,9 @@ fn tiled_defines(weight_type: Define, tile: TileShape) -> Vec<Define> {
 }
 
 /// K splits for a product of `rows` rows of `row_len` over up to `max_tokens` tokens in `tile`s,
-/// so that about `target_workgroups` launch, whose partial sums must fit `scratch_floats`;
-/// returns (splits, K values per split).
+/// so that at least `target_workgroups` launch, as many as one wave of them on the GPU, and the
+/// last wave is at least LAST_WAVE_FILL_PERCENT full, whose partial sums must fit
+/// `scratch_floats`; returns (splits, K values per split).
 pub(crate) fn k_splits(
     tile: TileShape,
     target_workgroups: u32,
@@ -730,9 +731,40 @@ pub(crate) fn k_splits(
     let k_tiles = row_len.div_ceil(tile.k);
     let fit = (scratch_floats / (u64::from(max_tokens) * u64::from(rows)).max(1)).min(u64::from(MAX_K_SPLITS))
         as u32;
-    let wanted = target_workgroups.div_ceil(workgroups).min(k_tiles / MIN_K_TILES_PER_SPLIT).min(fit).max(1);
+    let least = target_workgroups.div_ceil(workgroups);
+    let most = (k_tiles / MIN_K_TILES_PER_SPLIT).min(fit).max(1);
+    let fills_last_wave = |splits: u32| {
+        let (launched, wave) = (u64::from(workgroups * splits), u64::from(target_workgroups));
+        launched * 100 >= LAST_WAVE_FILL_PERCENT * wave * launched.div_ceil(wave)
+    };
+    let wanted = (least..=most).find(|&splits| fills_last_wave(splits)).unwrap_or(least).min(most).max(1);
     let split_len = k_tiles.div_ceil(wanted) * tile.k;
     (row_len.div_ceil(split_len), split_len)
+}
+
+/// A batch whose last wave is fuller than this (percent) splits K no further. H200, f16
+/// products (128 workgroups a wave), pp512: Qwen3 4B's and Gemma 3 4B's 2,560 rows took 3
+/// splits instead of 2 (80 tiles: 240 workgroups, not 160 of which 32 ran alone), Phi-3.5's and
+/// Llama 3.2 3B's 3,072 rows 4 instead of 2, Qwen2.5 1.5B's 1,536 5 instead of 3: Qwen3 4B at
+/// depth 4096 +6%, Phi-3.5 +3.6%, Gemma 3 4B +6.6%, Qwen2.5 1.5B +13.7%, Llama 3.2 3B +2% and
+/// -1.5% in two rounds (`bench/results/2026-11-29-h200-pairs/`).
+const LAST_WAVE_FILL_PERCENT: u64 = 85;
+
+#[cfg(test)]
+#[test]
+fn k_splits_fill_the_last_wave() {
+    let tile = TileShape { rows: 128, tokens: 128, k: 64, threads: 256, cooperative_matrix: true };
+    let splits = |rows, row_len, target| k_splits(tile, target, (rows, row_len), 512, u64::MAX).0;
+    // 80 tiles: 2 splits reach 128 workgroups but leave 32 alone in a second wave; 3 fill it.
+    assert_eq!(splits(2560, 4096, 128), 3);
+    // 96 tiles: 2 and 3 splits leave a quarter of the last wave idle.
+    assert_eq!(splits(3072, 3072, 128), 4);
+    // 128 tiles fill a wave unsplit; Qwen2.5 7B's 112 take the 2 that reach 128.
+    assert_eq!(splits(4096, 4096, 128), 1);
+    assert_eq!(splits(3584, 3584, 128), 2);
+    // At most one split per MIN_K_TILES_PER_SPLIT tiles of K, and none on a CPU adapter.
+    assert_eq!(splits(2560, 512, 128), 2);
+    assert_eq!(splits(2560, 4096, 1), 1);
 }
 
 /// Prefill: `Y[t,r] = Σ_k W[r,k]·X[t,k]` for each token t of the step, X rows of `w.row_len`,

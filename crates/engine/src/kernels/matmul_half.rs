@@ -53,7 +53,8 @@ const MAX_WEIGHT_SLICE_BYTES: u64 = 288 << 20;
 /// The product splits K until a full batch launches about this many workgroups, about one per
 /// SM of an H100 or H200: there 256 beat 512 by 2-15%, and once the conversions were cheaper
 /// 128 beat 256 (pp512: Llama 8B +4-8%, Llama 1B and Qwen2.5 7B +1-2%; the sums of the splits
-/// cost more than the workgroups they add win).
+/// cost more than the workgroups they add win), and on until the last wave of 128 is nearly
+/// full (`k_splits`).
 const TARGET_WORKGROUPS: u32 = 128;
 
 /// Shared memory of a workgroup: both tiles (rows padded by 8 values) and one f32 16 × 16
