@@ -72,8 +72,8 @@ fn matvec_shape(
 const CPU_MATVEC_THREADS: u32 = 16;
 
 /// Whether every workgroup of `ty`'s products first fills shared value tables
-/// (quant_value_table.wgsl): 256 entries, which two rows a workgroup share where one would
-/// do.
+/// (quant_value_table.wgsl), 256 entries that two rows a workgroup share at half the cost a
+/// row.
 fn fills_value_table(ty: GgmlType) -> bool {
     matches!(ty, GgmlType::IQ4_NL | GgmlType::IQ4_XS | GgmlType::MXFP4)
 }
@@ -716,10 +716,10 @@ fn tiled_defines(weight_type: Define, tile: TileShape) -> Vec<Define> {
     defines
 }
 
-/// K splits for a product of `rows` rows of `row_len` over up to `max_tokens` tokens in `tile`s,
-/// so that at least `target_workgroups` launch, as many as one wave of them on the GPU, and the
-/// last wave is at least LAST_WAVE_FILL_PERCENT full, whose partial sums must fit
-/// `scratch_floats`; returns (splits, K values per split).
+/// K splits for a product of `rows` rows of `row_len` over up to `max_tokens` tokens in `tile`s:
+/// enough for at least `target_workgroups` to launch (about a wave of the GPU), then more until
+/// the last wave of that many is LAST_WAVE_FILL_PERCENT full, as far as K's tiles and the partial
+/// sums' room (`scratch_floats`) allow; returns (splits, K values per split).
 pub(crate) fn k_splits(
     tile: TileShape,
     target_workgroups: u32,
