@@ -47,3 +47,13 @@ compare_tg128() {
   done
   for shape; do tg128 doppler-base $shape 4096 r1; tg128 doppler $shape 4096 r1; done
 }
+
+# matvec_micro FILTER LABEL: benches/decode_matvec.rs (packed as $B/dm) on its cases matching FILTER, one line a
+# case of µs a dispatch and weight GB/s.
+matvec_micro() {
+  timeout 60 $B/dm --filter "$1" --chain 200 --repeats 5 2>/dev/null | python3 -c "
+import json, sys
+for line in sys.stdin:
+    if line.startswith('{'):
+        r = json.loads(line); print('$2', r['case'], round(r['microseconds_per_dispatch'], 2), 'us', round(r['weight_gb_per_second']), 'GB/s')"
+}

@@ -24,8 +24,8 @@
 // floats, which lifts Llama 8B's products from ~1.1 to ~1.5 TB/s on an H100.
 // WIDE_Q8 (with Q8_INPUT, for the types with `wide_part_dot_q8`): parts of 32 or 64 values
 // whose weights and input are read in 16-byte vectors (binding 11 holds the weights again as
-// vectors), a few loads where the word-wide parts issue many: Llama 8B's products from ~1.5
-// to ~2.1-2.3 TB/s on an H200.
+// vectors; IQ4_XS's as 8-byte pairs), a few loads where the word-wide parts issue many: Llama
+// 8B's products from ~1.5 to ~2.1-2.3 TB/s on an H200.
 
 struct Params {
     // Rows in this chunk.
@@ -47,8 +47,14 @@ struct Params {
 // x in Q8 form (quantize_q8.wgsl).
 #ifdef WIDE_Q8
 @group(0) @binding(1) var<storage, read> x_word_vecs: array<vec4<u32>>;
+#ifdef TYPE_IQ4_XS
+// The weights again, read 8 bytes at a time: IQ4_XS's 136-byte blocks are 8-aligned, so two
+// 8-byte loads make a part's 16 quant bytes where 16-byte loads take two and word selects.
+@group(0) @binding(11) var<storage, read> weight_pairs: array<vec2<u32>>;
+#else
 // The weights again, read 16 bytes at a time.
 @group(0) @binding(11) var<storage, read> weight_vecs: array<vec4<u32>>;
+#endif
 #else
 @group(0) @binding(1) var<storage, read> x_words: array<u32>;
 #endif

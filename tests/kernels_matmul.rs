@@ -671,7 +671,8 @@ fn q8_input_matvec_every_shape(ctx: &GpuContext) {
     let mut failures = Vec::new();
     for ty in SUPPORTED_TYPES.into_iter().filter(|&ty| takes_q8_input(ty)) {
         // 1,536 values: Q6_K rows of 24 wide parts (32 threads), Q4_K, Q5_K and IQ4_XS of 48;
-        // 2,304 (nine blocks): IQ4_XS rows that start 8 bytes off a 16-byte boundary.
+        // 2,304 (nine blocks): IQ4_XS rows that start 8 bytes off a 16-byte boundary, and
+        // wide rows of 72 parts (96 threads where the adapter has subgroups).
         let more = (ty.block_len() == 256).then_some(1536);
         for row_len in row_lens(ty).into_iter().chain(more) {
             for rows in [3, 1000, 4099] {
