@@ -725,9 +725,12 @@ fn q8_input_matvec_every_shape(ctx: &GpuContext) {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// In the default shapes, in a GPU's with subgroups (rows of 65-96 wide parts take 96 threads)
+/// and in a GPU's without them (128: the shared-memory tree takes a power of two).
 #[test]
 fn q8_input_matvec_matches_reference() {
     q8_input_matvec_every_shape(&gpu(GpuOptions::default()));
+    q8_input_matvec_every_shape(&gpu(GpuOptions { gpu_shapes_on_cpu: true, ..Default::default() }));
     q8_input_matvec_every_shape(&without_subgroups());
 }
 
