@@ -733,7 +733,7 @@ fn block_scale(block_byte: u32) -> f32 {
 // { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]; }: eight IQ4_NL-like blocks of 32 values
 // (nibbles of block b in qs[16b..16b+15]) with 6-bit scales: low 4 bits in nibble b of the
 // word scales_l, high 2 bits in bits 2b..2b+1 of scales_h; value = d·(scale - 32)·table[q].
-// 136-byte blocks are word-aligned.
+// 136-byte blocks are 8-byte aligned (the wide parts read them 8 bytes at a time).
 #include "quant_iq4_table.wgsl"
 const TABLE = IQ4_TABLE;
 #include "quant_value_table.wgsl"
