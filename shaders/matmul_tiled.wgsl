@@ -175,6 +175,10 @@ fn product_tile(split: u32, row0: u32, token0: u32, n_tokens: u32, k_first: u32,
     let lid = invocation.lid;
     let row_quad = lid % ROW_QUADS;
     let token_quad = lid / ROW_QUADS;
+    // Threads whose four tokens all lie past the step's skip the multiply: a short prompt fills
+    // few of a tile's tokens, and a CPU adapter's SIMD lanes (TILE_ROWS / 4 threads a token
+    // quad) then skip the work a GPU's would have done on zeros.
+    let has_tokens = token0 + token_quad * 4u < n_tokens;
     // acc_j[c]: token token0 + 4·token_quad + j, row row0 + 4·row_quad + c. Named vectors,
     // not an array, so they stay in registers.
     var acc_0 = vec4<f32>(0.0);
@@ -207,13 +211,15 @@ fn product_tile(split: u32, row0: u32, token0: u32, n_tokens: u32, k_first: u32,
             x_tile[slot + 3u * TOKEN_QUADS][c] = v.w;
         }
         workgroupBarrier();
-        for (var k = 0u; k < TILE_K; k++) {
-            let w = w_tile[k * ROW_QUADS + row_quad];
-            let t = x_tile[k * TOKEN_QUADS + token_quad];
-            acc_0 += w * t.x;
-            acc_1 += w * t.y;
-            acc_2 += w * t.z;
-            acc_3 += w * t.w;
+        if (has_tokens) {
+            for (var k = 0u; k < TILE_K; k++) {
+                let w = w_tile[k * ROW_QUADS + row_quad];
+                let t = x_tile[k * TOKEN_QUADS + token_quad];
+                acc_0 += w * t.x;
+                acc_1 += w * t.y;
+                acc_2 += w * t.z;
+                acc_3 += w * t.w;
+            }
         }
         workgroupBarrier();
     }
