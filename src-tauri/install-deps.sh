@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The desktop app's system dependencies on Debian/Ubuntu: WebKitGTK and GTK to build and run
-# it; Xvfb, WebKitWebDriver and python3-xlib (closing the window as a user would) for its
+# it, and the system libraries it links (OpenSSL for TLS, SQLite, libdbus for the Secret
+# Service); Xvfb, WebKitWebDriver and python3-xlib (closing the window as a user would) for its
 # end-to-end tests; pip for fetching the default model.
 # Installs what is missing with apt when run as root (or through sudo); checks Node.
 set -euo pipefail
 
-packages=(libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev pkg-config build-essential xvfb xauth webkit2gtk-driver python3-xlib python3-pip)
+packages=(libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libssl-dev libsqlite3-dev libdbus-1-dev pkg-config build-essential xvfb xauth webkit2gtk-driver python3-xlib python3-pip)
 
 if command -v dpkg-query >/dev/null; then
   missing=()
