@@ -26,6 +26,9 @@
 // whose weights and input are read in 16-byte vectors (binding 11 holds the weights again as
 // vectors; IQ4_XS's as 8-byte pairs), a few loads where the word-wide parts issue many: Llama
 // 8B's products from ~1.5 to ~2.1-2.3 TB/s on an H200.
+// SHUFFLED_TABLE (IQ4_XS on a Q8 input, with subgroups): the value table in registers, read
+// with subgroupShuffle (quant_value_table.wgsl), TABLE_LANES (8 or 16) lanes of each subgroup
+// holding it.
 
 struct Params {
     // Rows in this chunk.
@@ -319,6 +322,9 @@ fn main(
 #endif
 ) {
     load_value_table(lid);
+#ifdef SHUFFLED_TABLE
+    load_table_lanes(lane);
+#endif
     let first_row = (wid.x + wid.y * nwg.x) * ROWS;
 #ifdef SUBGROUPS
     let ids = Ids(lid, lane, subgroup, subgroups);
@@ -334,18 +340,28 @@ fn main(
     // Component s accumulates sum s (sum_part_dot); SUMS is 1, 2 or 4 and the branches on
     // it are resolved at compile time.
     var acc = vec4<f32>(0.0);
-    for (var unit = lid; unit < units; unit += WG) {
+#ifdef SHUFFLED_TABLE
+    // Every lane takes every turn of the loop, as the table's shuffles need: one past the
+    // last unit repeats it and drops the result.
+    let end = (units + WG - 1u) / WG * WG;
+#else
+    let end = units;
+#endif
+    for (var turn = lid; turn < end; turn += WG) {
+        let unit = min(turn, units - 1u);
         let block = unit / UNIT_PARTS;
         let part = unit % UNIT_PARTS;
         let input = part_input(block * BLOCK_LEN, part);
-        acc.x += sum_part_dot(0u, first_row, block, part, input);
+        var sums = vec4<f32>(0.0);
+        sums.x = sum_part_dot(0u, first_row, block, part, input);
         if (SUMS > 1u) {
-            acc.y += sum_part_dot(1u, first_row, block, part, input);
+            sums.y = sum_part_dot(1u, first_row, block, part, input);
         }
         if (SUMS > 2u) {
-            acc.z += sum_part_dot(2u, first_row, block, part, input);
-            acc.w += sum_part_dot(3u, first_row, block, part, input);
+            sums.z = sum_part_dot(2u, first_row, block, part, input);
+            sums.w = sum_part_dot(3u, first_row, block, part, input);
         }
+        acc += select(vec4<f32>(0.0), sums, turn < units);
     }
 
 #ifdef SUBGROUPS
