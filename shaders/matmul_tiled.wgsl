@@ -3,8 +3,10 @@
 // picks the type). A workgroup owns a tile of TILE_ROWS rows × TILE_TOKENS tokens and walks K
 // in steps of TILE_K: it dequantizes the weight tile once into shared memory (so each weight is
 // decoded once per TILE_TOKENS tokens) and stages the activations beside it. The product of the
-// two tiles runs on plain f32 FMAs (WG = (TILE_ROWS / 4) · (TILE_TOKENS / 4)), or with
-// COOPERATIVE_MATRIX on the tensor cores (subgroups of 32 threads).
+// two tiles runs on plain f32 FMAs (WG = (TILE_ROWS / 4) · (TILE_TOKENS / 4)), with
+// BROADCAST_LANES on f32 FMAs that share the activations across a subgroup (CPU adapters;
+// WG = (TILE_ROWS / 4) · (TILE_TOKENS / 16)), or with COOPERATIVE_MATRIX on the tensor cores
+// (subgroups of 32 threads).
 // Split K: with params.splits > 1, the workgroups of split s walk only K values
 // s·split_len .. (s + 1)·split_len and write their partial sums to slice s of y (a scratch
 // buffer, slices split_stride apart), which elementwise.wgsl's sum_slices adds up. Matrices
@@ -170,6 +172,126 @@ fn store(split: u32, token: u32, n_tokens: u32, row: u32, values: vec4<f32>) {
     store_one(split, token, n_tokens, row + 3u, values.w);
 }
 
+// Decodes the weight tile and stages the activations of the K step at k0 (before a barrier).
+fn stage_tiles(row0: u32, token0: u32, n_tokens: u32, k0: u32, k_end: u32, lid: u32) {
+    // Neighbouring threads decode neighbouring values of one row: coalesced weight reads.
+    for (var i = lid; i < TILE_ROWS * K_QUADS; i += WG) {
+        let r = i / K_QUADS;
+        let k = (i % K_QUADS) * 4u;
+        let v = weight_quad(row0 + r, k0 + k, k_end);
+        let slot = k * ROW_QUADS + r / 4u;
+        let c = r % 4u;
+        w_tile[slot][c] = v.x;
+        w_tile[slot + ROW_QUADS][c] = v.y;
+        w_tile[slot + 2u * ROW_QUADS][c] = v.z;
+        w_tile[slot + 3u * ROW_QUADS][c] = v.w;
+    }
+    for (var i = lid; i < TILE_TOKENS * K_QUADS; i += WG) {
+        let t = i / K_QUADS;
+        let k = (i % K_QUADS) * 4u;
+        let v = input_quad(token0 + t, n_tokens, k0 + k, k_end);
+        let slot = k * TOKEN_QUADS + t / 4u;
+        let c = t % 4u;
+        x_tile[slot][c] = v.x;
+        x_tile[slot + TOKEN_QUADS][c] = v.y;
+        x_tile[slot + 2u * TOKEN_QUADS][c] = v.z;
+        x_tile[slot + 3u * TOKEN_QUADS][c] = v.w;
+    }
+}
+
+#ifdef BROADCAST_LANES
+// CPU adapters (llvmpipe) run a subgroup as one SIMD vector and load from memory one lane at a
+// time, so loads, not FMAs, set the speed. Every thread accumulates 4 rows × 16 tokens, and the
+// BROADCAST_LANES (8) lanes of a subgroup, which own 32 neighbouring rows and the same tokens,
+// share the activations: lane l loads them for K step k + l, and subgroupBroadcast hands each
+// lane's to all. A K step then costs a lane one vec4 load of weights and half of one of
+// activations for 64 FMAs, where the 4 × 4 blocks take two for 16.
+// acc_i: token 16·token_group + i, rows 4·row_quad .. + 3 (zero at the start, as private
+// variables are; named, not an array, so they stay in registers).
+var<private> acc_0: vec4<f32>;
+var<private> acc_1: vec4<f32>;
+var<private> acc_2: vec4<f32>;
+var<private> acc_3: vec4<f32>;
+var<private> acc_4: vec4<f32>;
+var<private> acc_5: vec4<f32>;
+var<private> acc_6: vec4<f32>;
+var<private> acc_7: vec4<f32>;
+var<private> acc_8: vec4<f32>;
+var<private> acc_9: vec4<f32>;
+var<private> acc_10: vec4<f32>;
+var<private> acc_11: vec4<f32>;
+var<private> acc_12: vec4<f32>;
+var<private> acc_13: vec4<f32>;
+var<private> acc_14: vec4<f32>;
+var<private> acc_15: vec4<f32>;
+
+// Adds rows · t_q (token quad q's values at one K step) to the accumulators.
+fn accumulate(rows: vec4<f32>, t0: vec4<f32>, t1: vec4<f32>, t2: vec4<f32>, t3: vec4<f32>) {
+    acc_0 += rows * t0.x;
+    acc_1 += rows * t0.y;
+    acc_2 += rows * t0.z;
+    acc_3 += rows * t0.w;
+    acc_4 += rows * t1.x;
+    acc_5 += rows * t1.y;
+    acc_6 += rows * t1.z;
+    acc_7 += rows * t1.w;
+    acc_8 += rows * t2.x;
+    acc_9 += rows * t2.y;
+    acc_10 += rows * t2.z;
+    acc_11 += rows * t2.w;
+    acc_12 += rows * t3.x;
+    acc_13 += rows * t3.y;
+    acc_14 += rows * t3.z;
+    acc_15 += rows * t3.w;
+}
+
+fn product_tile(split: u32, row0: u32, token0: u32, n_tokens: u32, k_first: u32, k_end: u32, invocation: Invocation) {
+    let lid = invocation.lid;
+    let row_quad = lid % ROW_QUADS;
+    let token_group = lid / ROW_QUADS;
+    let has_tokens = token0 + token_group * 16u < n_tokens;
+    for (var k0 = k_first; k0 < k_end; k0 += TILE_K) {
+        stage_tiles(row0, token0, n_tokens, k0, k_end, lid);
+        workgroupBarrier();
+        if (has_tokens) {
+            for (var k = 0u; k < TILE_K; k += BROADCAST_LANES) {
+                let at = (k + invocation.lane) * TOKEN_QUADS + token_group * 4u;
+                let x0 = x_tile[at];
+                let x1 = x_tile[at + 1u];
+                let x2 = x_tile[at + 2u];
+                let x3 = x_tile[at + 3u];
+                accumulate(w_tile[(k + 0u) * ROW_QUADS + row_quad], subgroupBroadcast(x0, 0u), subgroupBroadcast(x1, 0u), subgroupBroadcast(x2, 0u), subgroupBroadcast(x3, 0u));
+                accumulate(w_tile[(k + 1u) * ROW_QUADS + row_quad], subgroupBroadcast(x0, 1u), subgroupBroadcast(x1, 1u), subgroupBroadcast(x2, 1u), subgroupBroadcast(x3, 1u));
+                accumulate(w_tile[(k + 2u) * ROW_QUADS + row_quad], subgroupBroadcast(x0, 2u), subgroupBroadcast(x1, 2u), subgroupBroadcast(x2, 2u), subgroupBroadcast(x3, 2u));
+                accumulate(w_tile[(k + 3u) * ROW_QUADS + row_quad], subgroupBroadcast(x0, 3u), subgroupBroadcast(x1, 3u), subgroupBroadcast(x2, 3u), subgroupBroadcast(x3, 3u));
+                accumulate(w_tile[(k + 4u) * ROW_QUADS + row_quad], subgroupBroadcast(x0, 4u), subgroupBroadcast(x1, 4u), subgroupBroadcast(x2, 4u), subgroupBroadcast(x3, 4u));
+                accumulate(w_tile[(k + 5u) * ROW_QUADS + row_quad], subgroupBroadcast(x0, 5u), subgroupBroadcast(x1, 5u), subgroupBroadcast(x2, 5u), subgroupBroadcast(x3, 5u));
+                accumulate(w_tile[(k + 6u) * ROW_QUADS + row_quad], subgroupBroadcast(x0, 6u), subgroupBroadcast(x1, 6u), subgroupBroadcast(x2, 6u), subgroupBroadcast(x3, 6u));
+                accumulate(w_tile[(k + 7u) * ROW_QUADS + row_quad], subgroupBroadcast(x0, 7u), subgroupBroadcast(x1, 7u), subgroupBroadcast(x2, 7u), subgroupBroadcast(x3, 7u));
+            }
+        }
+        workgroupBarrier();
+    }
+    let token = token0 + token_group * 16u;
+    let row = row0 + row_quad * 4u;
+    store(split, token + 0u, n_tokens, row, acc_0);
+    store(split, token + 1u, n_tokens, row, acc_1);
+    store(split, token + 2u, n_tokens, row, acc_2);
+    store(split, token + 3u, n_tokens, row, acc_3);
+    store(split, token + 4u, n_tokens, row, acc_4);
+    store(split, token + 5u, n_tokens, row, acc_5);
+    store(split, token + 6u, n_tokens, row, acc_6);
+    store(split, token + 7u, n_tokens, row, acc_7);
+    store(split, token + 8u, n_tokens, row, acc_8);
+    store(split, token + 9u, n_tokens, row, acc_9);
+    store(split, token + 10u, n_tokens, row, acc_10);
+    store(split, token + 11u, n_tokens, row, acc_11);
+    store(split, token + 12u, n_tokens, row, acc_12);
+    store(split, token + 13u, n_tokens, row, acc_13);
+    store(split, token + 14u, n_tokens, row, acc_14);
+    store(split, token + 15u, n_tokens, row, acc_15);
+}
+#else
 // Every thread accumulates a 4-row × 4-token block of outputs from vec4 reads of both tiles.
 fn product_tile(split: u32, row0: u32, token0: u32, n_tokens: u32, k_first: u32, k_end: u32, invocation: Invocation) {
     let lid = invocation.lid;
@@ -187,29 +309,7 @@ fn product_tile(split: u32, row0: u32, token0: u32, n_tokens: u32, k_first: u32,
     var acc_3 = vec4<f32>(0.0);
 
     for (var k0 = k_first; k0 < k_end; k0 += TILE_K) {
-        // Neighbouring threads decode neighbouring values of one row: coalesced weight reads.
-        for (var i = lid; i < TILE_ROWS * K_QUADS; i += WG) {
-            let r = i / K_QUADS;
-            let k = (i % K_QUADS) * 4u;
-            let v = weight_quad(row0 + r, k0 + k, k_end);
-            let slot = k * ROW_QUADS + r / 4u;
-            let c = r % 4u;
-            w_tile[slot][c] = v.x;
-            w_tile[slot + ROW_QUADS][c] = v.y;
-            w_tile[slot + 2u * ROW_QUADS][c] = v.z;
-            w_tile[slot + 3u * ROW_QUADS][c] = v.w;
-        }
-        for (var i = lid; i < TILE_TOKENS * K_QUADS; i += WG) {
-            let t = i / K_QUADS;
-            let k = (i % K_QUADS) * 4u;
-            let v = input_quad(token0 + t, n_tokens, k0 + k, k_end);
-            let slot = k * TOKEN_QUADS + t / 4u;
-            let c = t % 4u;
-            x_tile[slot][c] = v.x;
-            x_tile[slot + TOKEN_QUADS][c] = v.y;
-            x_tile[slot + 2u * TOKEN_QUADS][c] = v.z;
-            x_tile[slot + 3u * TOKEN_QUADS][c] = v.w;
-        }
+        stage_tiles(row0, token0, n_tokens, k0, k_end, lid);
         workgroupBarrier();
         if (has_tokens) {
             for (var k = 0u; k < TILE_K; k++) {
@@ -232,6 +332,7 @@ fn product_tile(split: u32, row0: u32, token0: u32, n_tokens: u32, k_first: u32,
     store(split, token + 3u, n_tokens, row, acc_3);
 }
 #endif
+#endif
 
 @compute @workgroup_size(WG)
 fn main(
@@ -242,11 +343,18 @@ fn main(
     @builtin(subgroup_id) subgroup: u32,
     @builtin(subgroup_invocation_id) lane: u32,
 #endif
+#ifdef BROADCAST_LANES
+    @builtin(subgroup_invocation_id) lane: u32,
+#endif
 ) {
 #ifdef COOPERATIVE_MATRIX
     let invocation = Invocation(lid, subgroup, lane);
 #else
+#ifdef BROADCAST_LANES
+    let invocation = Invocation(lid, 0u, lane);
+#else
     let invocation = Invocation(lid, 0u, 0u);
+#endif
 #endif
     load_value_table(lid);
     let t = split_tile(wid, nwg);

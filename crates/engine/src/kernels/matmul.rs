@@ -110,26 +110,57 @@ fn wide_parts_per_row(w: &GpuMatrix) -> Option<u32> {
 }
 
 /// Weight rows and tokens per workgroup of the tiled matmul, the K step of its tiles, its
-/// threads, and whether it multiplies on cooperative matrices.
+/// threads, and how it multiplies the tiles.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TileShape {
     pub rows: u32,
     pub tokens: u32,
     pub k: u32,
     pub threads: u32,
-    pub cooperative_matrix: bool,
+    pub multiply: TileMultiply,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TileMultiply {
+    /// f32 FMAs, 4 rows × 4 tokens a thread.
+    Fma,
+    /// f32 FMAs, 4 rows × 16 tokens a thread, the activations shared through subgroup
+    /// broadcasts among this many lanes (`BROADCAST_LANES` of matmul_tiled.wgsl).
+    BroadcastFma(u32),
+    /// f16 cooperative matrices (tensor cores), 32 × 32 a subgroup of 32.
+    CooperativeMatrix,
 }
 
 /// On f32 FMAs every thread computes 4 rows × 4 tokens and the two tiles fill 16 KiB of
 /// shared memory (the WebGPU minimum); 64 × 64 was the fastest of the shapes tried on an H100.
 const FMA_TILE: TileShape =
-    TileShape { rows: 64, tokens: 64, k: 32, threads: (64 / 4) * (64 / 4), cooperative_matrix: false };
+    TileShape { rows: 64, tokens: 64, k: 32, threads: (64 / 4) * (64 / 4), multiply: TileMultiply::Fma };
+
+/// Where a CPU adapter's subgroups are 8 lanes of a SIMD vector (llvmpipe on AVX2), the same
+/// tiles with 16 tokens a thread and the activations broadcast across the subgroup: llvmpipe
+/// loads shared memory one lane and one component at a time, and this takes a quarter of the
+/// loads a FMA. SmolLM2 135M Q4_1 on lavapipe (`doppler bench --gen-tokens 1 --runs 1 --ctx
+/// 256`): pp14 2.3 -> 5.1 tok/s, pp64 3.2 -> 9.5, pp128 ~3 -> 9.2.
+const BROADCAST_LANES: u32 = 8;
+const CPU_TILE: TileShape = TileShape {
+    rows: 64,
+    tokens: 64,
+    k: 32,
+    threads: (64 / 4) * (64 / 16),
+    multiply: TileMultiply::BroadcastFma(BROADCAST_LANES),
+};
 
 /// On cooperative matrices every subgroup of 32 threads computes a 32 × 32 block. Measured on
 /// an H100 (1B pp512): 128 × 128 tiles 15,081 tok/s, 64 × 128 14,400, 128 × 64 13,863,
 /// 64 × 64 10,976 (f32 FMAs: 8,082); a K step of 64 was slower than 32.
 fn cooperative_tile(rows: u32, tokens: u32) -> TileShape {
-    TileShape { rows, tokens, k: 32, threads: 32 * (rows / 32) * (tokens / 32), cooperative_matrix: true }
+    TileShape {
+        rows,
+        tokens,
+        k: 32,
+        threads: 32 * (rows / 32) * (tokens / 32),
+        multiply: TileMultiply::CooperativeMatrix,
+    }
 }
 
 /// Shared memory the cooperative variant declares: both f16 tiles (rows padded by 8 values)
@@ -139,6 +170,12 @@ fn cooperative_shared_bytes(tile: TileShape) -> u32 {
 }
 
 fn tile_shape(caps: &GpuCapabilities) -> TileShape {
+    if caps.cpu_adapter
+        && caps.subgroups
+        && (caps.subgroup_min_size, caps.subgroup_max_size) == (BROADCAST_LANES, BROADCAST_LANES)
+    {
+        return CPU_TILE;
+    }
     if !caps.cooperative_matrix {
         return FMA_TILE;
     }
@@ -725,8 +762,12 @@ fn tiled_defines(weight_type: Define, tile: TileShape) -> Vec<Define> {
         Define::u32("TILE_K", tile.k),
         Define::u32("WG", tile.threads),
     ];
-    if tile.cooperative_matrix {
-        defines.extend([Define::flag("F16"), Define::flag("COOPERATIVE_MATRIX")]);
+    match tile.multiply {
+        TileMultiply::Fma => {}
+        TileMultiply::BroadcastFma(lanes) => defines.push(Define::u32("BROADCAST_LANES", lanes)),
+        TileMultiply::CooperativeMatrix => {
+            defines.extend([Define::flag("F16"), Define::flag("COOPERATIVE_MATRIX")])
+        }
     }
     defines
 }
@@ -768,7 +809,8 @@ const LAST_WAVE_FILL_PERCENT: u64 = 85;
 #[cfg(test)]
 #[test]
 fn k_splits_fill_the_last_wave() {
-    let tile = TileShape { rows: 128, tokens: 128, k: 64, threads: 256, cooperative_matrix: true };
+    let tile =
+        TileShape { rows: 128, tokens: 128, k: 64, threads: 256, multiply: TileMultiply::CooperativeMatrix };
     let splits = |rows, row_len, target| k_splits(tile, target, (rows, row_len), 512, u64::MAX).0;
     // 80 tiles: 2 splits reach 128 workgroups but leave 32 alone in a second wave; 3 fill it.
     assert_eq!(splits(2560, 4096, 128), 3);
