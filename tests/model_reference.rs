@@ -13,6 +13,7 @@ use std::{
 
 use doppler_engine::{
     evaluate::perplexity, CancelToken, Engine, GenerateOptions, LoadOptions, LoadedModel, SamplingParams,
+    Session,
 };
 use serde::Deserialize;
 use support::{
@@ -91,9 +92,9 @@ fn load_exact(name: &str) -> ExactReference {
     .unwrap()
 }
 
-/// First-step logits against llama.cpp (same top token unless it is a near-tie there; every
-/// top-10 logit within its rounding noise) and against the exact forward pass (tight).
-fn check_first_step(model: &Arc<LoadedModel>, reference: &Reference, exact: &ExactReference) {
+/// Every public prompt: its first-step logits, then greedy decoding on from the cached prompt
+/// (the generation reuses the prompt the logits ran, so each prompt is prefilled once).
+fn check_cases(model: &Arc<LoadedModel>, reference: &Reference, exact: &ExactReference) {
     let mut session = model.new_session().unwrap();
     let exact_tolerance = if engine().gpu().caps.cooperative_matrix {
         COOPERATIVE_MATRIX_EXACT_LOGIT_TOLERANCE
@@ -101,86 +102,92 @@ fn check_first_step(model: &Arc<LoadedModel>, reference: &Reference, exact: &Exa
         EXACT_LOGIT_TOLERANCE
     };
     let mut worst_exact = 0.0f64;
+    let mut failures = Vec::new();
     for (case, exact_case) in reference.cases.iter().zip(&exact.cases) {
         assert_eq!(case.prompt_tokens, exact_case.prompt_tokens, "reference files disagree on the prompt");
         let logits = session.logits_after(&case.prompt_tokens).unwrap();
-        let ours_top = argmax(&logits);
-        let (theirs_top, top_logit) = case.first_step_top10[0];
-        let reference_gap = top_logit - case.first_step_top10[1].1;
-        assert!(
-            ours_top == theirs_top || reference_gap < NEAR_TIE,
-            "{:?}: our top token {ours_top}, llama.cpp's {theirs_top} (its top-2 gap {reference_gap})",
-            case.prompt
-        );
-        for &(token, expected) in &case.first_step_top10 {
-            let actual = logits[token as usize];
-            assert!(
-                (actual - expected).abs() <= LLAMA_CPP_LOGIT_TOLERANCE,
-                "{:?}: logit of token {token} is {actual}, llama.cpp has {expected}",
-                case.prompt
-            );
-        }
-        for &(token, expected) in &exact_case.top10 {
-            let actual = f64::from(logits[token as usize]);
-            worst_exact = worst_exact.max((actual - expected).abs());
-            assert!(
-                (actual - expected).abs() <= exact_tolerance,
-                "{:?}: logit of token {token} is {actual}, the exact forward pass has {expected}",
-                case.prompt
-            );
-        }
+        worst_exact = worst_exact.max(check_first_step(case, exact_case, &logits, exact_tolerance));
+        failures.extend(check_greedy(&mut session, case));
     }
     eprintln!(
         "first-step logits within {worst_exact:.4} of the exact forward pass (tolerance {exact_tolerance})"
     );
+    assert!(failures.is_empty(), "greedy divergences beyond near-ties:\n{}", failures.join("\n"));
+}
+
+/// First-step logits against llama.cpp (same top token unless it is a near-tie there; every
+/// top-10 logit within its rounding noise) and against the exact forward pass (tight); returns
+/// the largest difference from the exact pass.
+fn check_first_step(case: &Case, exact_case: &ExactCase, logits: &[f32], exact_tolerance: f64) -> f64 {
+    let ours_top = argmax(logits);
+    let (theirs_top, top_logit) = case.first_step_top10[0];
+    let reference_gap = top_logit - case.first_step_top10[1].1;
+    assert!(
+        ours_top == theirs_top || reference_gap < NEAR_TIE,
+        "{:?}: our top token {ours_top}, llama.cpp's {theirs_top} (its top-2 gap {reference_gap})",
+        case.prompt
+    );
+    for &(token, expected) in &case.first_step_top10 {
+        let actual = logits[token as usize];
+        assert!(
+            (actual - expected).abs() <= LLAMA_CPP_LOGIT_TOLERANCE,
+            "{:?}: logit of token {token} is {actual}, llama.cpp has {expected}",
+            case.prompt
+        );
+    }
+    let mut worst = 0.0f64;
+    for &(token, expected) in &exact_case.top10 {
+        let actual = f64::from(logits[token as usize]);
+        worst = worst.max((actual - expected).abs());
+        assert!(
+            (actual - expected).abs() <= exact_tolerance,
+            "{:?}: logit of token {token} is {actual}, the exact forward pass has {expected}",
+            case.prompt
+        );
+    }
+    worst
 }
 
 /// Greedy decoding: identical tokens, except that a divergence where our logits for the two
-/// tokens are within `NEAR_TIE` of each other is reported and accepted.
-fn check_greedy(model: &Arc<LoadedModel>, reference: &Reference) {
-    let mut session = model.new_session().unwrap();
+/// tokens are within `NEAR_TIE` of each other is reported and accepted; returns the report of
+/// any other divergence.
+fn check_greedy(session: &mut Session, case: &Case) -> Option<String> {
     let options = GenerateOptions {
         sampling: SamplingParams::greedy(),
         max_tokens: 24,
         stop: Vec::new(),
         ignore_eos: false,
     };
-    let mut failures = Vec::new();
-    for case in &reference.cases {
-        session.reset();
-        let summary =
-            session.generate(&case.prompt_tokens, &options, &CancelToken::new(), &mut |_| {}).unwrap();
-        let expected = &case.greedy_tokens;
-        let Some(step) = summary.tokens.iter().zip(expected).position(|(a, b)| a != b) else {
-            assert!(
-                summary.tokens.len() >= expected.len(),
-                "{:?}: stopped after {} tokens, llama.cpp made {}",
-                case.prompt,
-                summary.tokens.len(),
-                expected.len()
-            );
-            continue;
-        };
-        let mut context = case.prompt_tokens.clone();
-        context.extend_from_slice(&expected[..step]);
-        let logits = session.logits_after(&context).unwrap();
-        let mut sorted: Vec<f32> = logits.clone();
-        sorted.sort_by(|a, b| b.total_cmp(a));
-        let gap = sorted[0] - sorted[1];
-        let ours = summary.tokens[step];
-        let theirs = expected[step];
-        let report = format!(
-            "{:?}: diverges at step {step}: ours {ours} (logit {}), llama.cpp {theirs} (logit {}), our top-2 gap {gap:.4}",
-            case.prompt, logits[ours as usize], logits[theirs as usize]
+    let summary = session.generate(&case.prompt_tokens, &options, &CancelToken::new(), &mut |_| {}).unwrap();
+    let expected = &case.greedy_tokens;
+    let Some(step) = summary.tokens.iter().zip(expected).position(|(a, b)| a != b) else {
+        assert!(
+            summary.tokens.len() >= expected.len(),
+            "{:?}: stopped after {} tokens, llama.cpp made {}",
+            case.prompt,
+            summary.tokens.len(),
+            expected.len()
         );
-        let near_tie = (logits[ours as usize] - logits[theirs as usize]).abs() < NEAR_TIE;
-        if near_tie {
-            eprintln!("accepted near-tie divergence — {report}");
-        } else {
-            failures.push(report);
-        }
+        return None;
+    };
+    let mut context = case.prompt_tokens.clone();
+    context.extend_from_slice(&expected[..step]);
+    let logits = session.logits_after(&context).unwrap();
+    let mut sorted: Vec<f32> = logits.clone();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    let gap = sorted[0] - sorted[1];
+    let ours = summary.tokens[step];
+    let theirs = expected[step];
+    let report = format!(
+        "{:?}: diverges at step {step}: ours {ours} (logit {}), llama.cpp {theirs} (logit {}), our top-2 gap {gap:.4}",
+        case.prompt, logits[ours as usize], logits[theirs as usize]
+    );
+    if (logits[ours as usize] - logits[theirs as usize]).abs() < NEAR_TIE {
+        eprintln!("accepted near-tie divergence — {report}");
+        None
+    } else {
+        Some(report)
     }
-    assert!(failures.is_empty(), "greedy divergences beyond near-ties:\n{}", failures.join("\n"));
 }
 
 fn check_perplexity(model: &Arc<LoadedModel>, reference: &Reference) {
@@ -207,8 +214,7 @@ fn check_perplexity(model: &Arc<LoadedModel>, reference: &Reference) {
 fn smollm2_matches_llama_cpp() {
     let Some(model) = load_model(SMOLLM2) else { return };
     let reference = read_reference::<Reference>("smollm2-135m-instruct-q4_1.json");
-    check_first_step(&model, &reference, &load_exact("smollm2-135m-instruct-q4_1"));
-    check_greedy(&model, &reference);
+    check_cases(&model, &reference, &load_exact("smollm2-135m-instruct-q4_1"));
     check_perplexity(&model, &reference);
 }
 
@@ -216,7 +222,6 @@ fn smollm2_matches_llama_cpp() {
 fn gemma3_matches_llama_cpp() {
     let Some(model) = load_model(GEMMA) else { return };
     let reference = read_reference::<Reference>("gemma-3-270m-q4_k_m.json");
-    check_first_step(&model, &reference, &load_exact("gemma-3-270m-q4_k_m"));
-    check_greedy(&model, &reference);
+    check_cases(&model, &reference, &load_exact("gemma-3-270m-q4_k_m"));
     check_perplexity(&model, &reference);
 }
