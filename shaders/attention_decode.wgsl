@@ -178,7 +178,9 @@ alias cache_t = vec4<u32>;
 @group(0) @binding(3) var<storage, read_write> split_acc: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> split_stats: array<vec2<f32>>;
 @group(0) @binding(5) var<storage, read> step: Step;
-@group(0) @binding(6) var<uniform> params: Params;
+// Defines rather than a uniform (binding 6 is left free), whose load would stand beside the
+// step's before the first key loads.
+const params = Params(P_N_HEADS, P_N_KV_HEADS, P_CACHE_LEN, P_WINDOW, P_SCALE, P_ROT_DIM, P_MAX_POSITIONS, P_EPS);
 #ifdef ROPE_STORE
 // The step's raw key and value rows: [n_kv_heads, HEAD_DIM].
 @group(0) @binding(7) var<storage, read> k: array<f32>;

@@ -42,7 +42,6 @@ struct Params {
     third: u32,
     // RMSNorm epsilon of NORMED_INPUT.
     eps: f32,
-    _pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
@@ -66,7 +65,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 #endif
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(3) var<uniform> params: Params;
+// Defines rather than a uniform: its load would stand before every weight load.
+const params = Params(P_ROWS, P_BLOCKS_PER_ROW, P_ROW_BYTES, P_OUTPUT_OFFSET, P_SECOND, P_THIRD, P_EPS);
 #ifdef SPLIT_OUTPUT
 @group(0) @binding(4) var<storage, read_write> y_second: array<f32>;
 #endif
@@ -112,7 +112,9 @@ struct Ids {
 }
 
 #ifdef NORMED_INPUT
-#ifndef SUBGROUPS
+#ifdef SUBGROUPS
+#include "subgroup_sum.wgsl"
+#else
 #include "workgroup_reduce.wgsl"
 #endif
 
@@ -123,18 +125,7 @@ var<workgroup> x_normed: array<vec4<f32>, X_VEC4S>;
 // The sum over the workgroup of one value per thread, for every thread.
 fn workgroup_total(ids: Ids, value: f32) -> f32 {
 #ifdef SUBGROUPS
-    let sum = subgroupAdd(value);
-    if (ids.lane == 0u) {
-        partial[ids.subgroup].x = sum;
-    }
-    workgroupBarrier();
-    var total = 0.0;
-    for (var s = 0u; s < ids.subgroups; s++) {
-        total += partial[s].x;
-    }
-    // `partial` is written again by the products.
-    workgroupBarrier();
-    return total;
+    return workgroup_sum_by_subgroups(value, ids.lane, ids.subgroup, ids.subgroups);
 #else
     return workgroup_sum(ids.lid, value);
 #endif

@@ -23,7 +23,7 @@ use doppler_engine::{
 use half::f16;
 use support::{
     compare::assert_close,
-    gpu::{f32_tensor, gpu, read_tensor, run, step_buffer, values},
+    gpu::{f32_tensor, gpu, read_tensor, run, step_buffer, values, without_subgroups},
 };
 
 /// The default context (an f16 KV cache and subgroup reductions where the adapter has them)
@@ -1132,10 +1132,15 @@ fn decode_attention_with_qk_step_matches_qk_step_then_attention() {
 }
 
 /// Rows of fewer values than threads, about a thread per 4 values (Gemma 3 1B), and more
-/// than 4 per thread (each thread then loops).
+/// than 4 per thread (each thread then holds several rounds), with and without subgroups.
 #[test]
 fn fused_residual_norm_matches_add_then_norm() {
-    let ctx = gpu(GpuOptions::default());
+    for ctx in [gpu(GpuOptions::default()), without_subgroups()] {
+        fused_residual_norm_every_shape(&ctx);
+    }
+}
+
+fn fused_residual_norm_every_shape(ctx: &Arc<GpuContext>) {
     for dim in [1000usize, 1152, 8200] {
         let (n_tokens, eps) = (3u32, 1e-6f32);
         let count = dim * n_tokens as usize;
@@ -1143,16 +1148,16 @@ fn fused_residual_norm_matches_add_then_norm() {
         let hidden = values(count, 41);
         let post_w = values(dim, 42);
         let next_w = values(dim, 43);
-        let step = step_buffer(&ctx, 0, n_tokens);
+        let step = step_buffer(ctx, 0, n_tokens);
         for post in [false, true] {
-            let (x_buf, h_buf) = (f32_tensor(&ctx, dim, &block_out), f32_tensor(&ctx, dim, &hidden));
-            let (post_buf, next_buf) = (f32_tensor(&ctx, dim, &post_w), f32_tensor(&ctx, dim, &next_w));
-            let normed = GpuTensor::zeroed(&ctx, "normed", n_tokens, dim as u32, Element::F32);
+            let (x_buf, h_buf) = (f32_tensor(ctx, dim, &block_out), f32_tensor(ctx, dim, &hidden));
+            let (post_buf, next_buf) = (f32_tensor(ctx, dim, &post_w), f32_tensor(ctx, dim, &next_w));
+            let normed = GpuTensor::zeroed(ctx, "normed", n_tokens, dim as u32, Element::F32);
             let mut ops = OpList::new();
             let rows = ResidualRows { block_out: &x_buf, hidden: &h_buf, normed: &normed, normed_q8: None };
             let norms = ResidualNorms { post_norm: post.then_some(&post_buf), next_norm: &next_buf, eps };
-            record_residual_norm(&ctx, &mut ops, "residual", rows, norms, &step).unwrap();
-            run(&ctx, &ops, n_tokens);
+            record_residual_norm(ctx, &mut ops, "residual", rows, norms, &step).unwrap();
+            run(ctx, &ops, n_tokens);
             let added: Vec<f64> = if post {
                 rms_norm_reference(&block_out, &post_w, dim, eps)
             } else {
@@ -1162,10 +1167,10 @@ fn fused_residual_norm_matches_add_then_norm() {
             let as_f32: Vec<f32> = new_hidden.iter().map(|&v| v as f32).collect();
             let expected_normed = rms_norm_reference(&as_f32, &next_w, dim, eps);
             let label = format!("dim {dim}, post norm {post}");
-            assert_close(&format!("hidden ({label})"), &read_tensor(&ctx, &h_buf), &new_hidden, 1e-5, 1e-5);
+            assert_close(&format!("hidden ({label})"), &read_tensor(ctx, &h_buf), &new_hidden, 1e-5, 1e-5);
             assert_close(
                 &format!("normed ({label})"),
-                &read_tensor(&ctx, &normed),
+                &read_tensor(ctx, &normed),
                 &expected_normed,
                 1e-5,
                 1e-5,

@@ -22,6 +22,10 @@ impl Define {
     pub fn u32(name: &str, value: u32) -> Self {
         Self::value(name, format!("{value}u"))
     }
+    /// An f32 literal that reads back as exactly `value` (the shortest such decimal).
+    pub fn f32(name: &str, value: f32) -> Self {
+        Self::value(name, format!("{value:e}f"))
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -133,6 +133,27 @@ impl AttentionParams {
             eps: 0.0,
         }
     }
+
+    /// A layer of Llama 3.2 3B's shape with a q/k step, for tests that translate the kernels.
+    #[cfg(test)]
+    pub(super) fn example() -> Self {
+        let (n_heads, n_kv_heads, cache_len, window, scale) = (24, 8, 4096, 0, 0.125);
+        Self { n_heads, n_kv_heads, cache_len, window, scale, rot_dim: 128, max_positions: 4096, eps: 1e-5 }
+    }
+
+    /// The fields as P_* defines, for the decode kernels that take them so.
+    pub(super) fn defines(&self) -> [Define; 8] {
+        [
+            Define::u32("P_N_HEADS", self.n_heads),
+            Define::u32("P_N_KV_HEADS", self.n_kv_heads),
+            Define::u32("P_CACHE_LEN", self.cache_len),
+            Define::u32("P_WINDOW", self.window),
+            Define::f32("P_SCALE", self.scale),
+            Define::u32("P_ROT_DIM", self.rot_dim),
+            Define::u32("P_MAX_POSITIONS", self.max_positions),
+            Define::f32("P_EPS", self.eps),
+        ]
+    }
 }
 
 /// What every attention recorder takes besides its queries: causal attention over `cache`

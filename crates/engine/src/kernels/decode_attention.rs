@@ -10,7 +10,7 @@
 use super::{
     attention::{check_heads, record_attention, AttentionLayer, AttentionParams, KvCache},
     fused_qk::{record_qk_rope_store, QkStep},
-    make_dispatch,
+    make_dispatch, make_numbered_dispatch,
     matmul::{record_quantize_q8, Q8Vector},
     rope::RopeStyle,
     KernelError,
@@ -309,14 +309,14 @@ fn record_split_attention(
         (params.rot_dim, params.max_positions, params.eps) =
             (qk.table.rot_dim, qk.table.max_positions, qk.eps());
     }
-    let params = ctx.uniform_buffer(label, &params);
     let (values_bytes, stats_bytes) = shape.split_buffer_sizes(max_keys);
     let split_acc = ctx.zeroed_storage(&format!("{label} slice values"), values_bytes);
     let split_stats = ctx.zeroed_storage(&format!("{label} slice stats"), stats_bytes);
     let max = ctx.caps.max_workgroups_per_dimension;
     let (entry, mut partial_defines, workgroups) = kernel.dispatch(cache, slices);
+    partial_defines.extend(params.defines());
     let mut partial_buffers =
-        vec![queries.buffer(), &cache.k, &cache.v, &split_acc, &split_stats, step.buffer(), &params];
+        vec![queries.buffer(), &cache.k, &cache.v, &split_acc, &split_stats, step.buffer()];
     let mut slices_label = format!("{label} slices");
     if let Some((qk_label, qk)) = qk {
         // One layer prefix, `blk.3.qk_norm_rope_store+attention slices`, so the profiler's
@@ -330,13 +330,15 @@ fn record_split_attention(
         partial_buffers.extend([qk.rows.k.buffer(), qk.rows.v.buffer()]);
         partial_buffers.extend(qk.table_and_norms());
     }
-    ops.push(make_dispatch(
+    // Binding 6 was the parameters' uniform.
+    let bound: Vec<(u32, &wgpu::Buffer)> = (0..6).chain(7..).zip(partial_buffers).collect();
+    ops.push(make_numbered_dispatch(
         ctx,
         &slices_label,
         "attention_decode.wgsl",
         entry,
         &partial_defines,
-        &partial_buffers,
+        &bound,
         Workgroups::Fixed(grid(workgroups, max)),
     )?);
     let mut merge_defines = merge_defines(cache.head_dim, slices, WIDE_WORKGROUP_SIZE).to_vec();
@@ -379,8 +381,8 @@ mod tests {
     //! to SPIR-V, and what the packed kernel declares in shared memory is what
     //! `PackedLayout::shared_bytes` budgets.
     use super::{
-        merge_defines, per_head_defines, HeadShape, PackedLayout, PACKED_SLICING, PER_HEAD_SLICING,
-        WIDE_WORKGROUP_SIZE,
+        merge_defines, per_head_defines, AttentionParams, HeadShape, PackedLayout, PACKED_SLICING,
+        PER_HEAD_SLICING, WIDE_WORKGROUP_SIZE,
     };
     use crate::{
         gpu::Define,
@@ -394,6 +396,12 @@ mod tests {
         defines
     }
 
+    /// The slices kernels take a layer's parameters as defines; any values translate.
+    fn with_params(mut defines: Vec<Define>) -> Vec<Define> {
+        defines.extend(AttentionParams::example().defines());
+        defines
+    }
+
     #[test]
     fn packed_kernel_translates_and_declares_its_budget() {
         for head_dim in [32u32, 64, 96, 128, 256] {
@@ -401,9 +409,9 @@ mod tests {
                 for subgroups in [true, false] {
                     let lanes = (head_dim / if f16 { 8 } else { 4 }).next_power_of_two();
                     let layout = PackedLayout { head_dim, f16, lanes, subgroups };
-                    let module = translate(SHADER, &with_rope_store(layout.defines(64)));
+                    let module = translate(SHADER, &with_params(with_rope_store(layout.defines(64))));
                     assert_eq!(workgroup_bytes(&module, &[]), layout.shared_bytes(), "{layout:?}");
-                    translate(SHADER, &layout.defines(1));
+                    translate(SHADER, &with_params(layout.defines(1)));
                 }
             }
         }
@@ -413,7 +421,7 @@ mod tests {
     fn per_head_kernel_and_merge_translate() {
         for head_dim in [64u32, 96, 256] {
             for f16 in [true, false] {
-                let defines = per_head_defines(head_dim, f16, PER_HEAD_SLICING.most);
+                let defines = with_params(per_head_defines(head_dim, f16, PER_HEAD_SLICING.most));
                 translate(SHADER, &defines);
                 translate(SHADER, &with_rope_store(defines));
             }

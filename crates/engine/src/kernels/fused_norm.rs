@@ -2,30 +2,24 @@
 //! unfused path has two (Llama: add, norm) or three (Gemma: post-norm added to the residual,
 //! then the next pre-norm).
 
-use bytemuck::{Pod, Zeroable};
-
 use super::matmul::Q8Vector;
 use super::{check_same_rows, check_width, make_numbered_dispatch, workgroups_per_token, KernelError};
 use crate::gpu::{Define, GpuContext, GpuTensor, OpList, StepBuffer};
 
-/// Threads per workgroup: a power of two at or above a thread per vector of 4 values, so a
-/// row takes one round of loads (rows of up to 4096 values on adapters with 1024 threads).
-fn workgroup_size(ctx: &GpuContext, dim: u32) -> u32 {
-    (dim / 4).next_power_of_two().clamp(64, ctx.caps.max_workgroup_invocations.min(1024))
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct ResidualNormParams {
-    dim_vec4s: u32,
-    eps: f32,
-    _pad: [u32; 2],
-}
-
-#[cfg(test)]
-#[test]
-fn residual_norm_params_match_wgsl() {
-    super::wgsl_layout::assert_wgsl_layout!(ResidualNormParams, "fused_residual_norm.wgsl", "Params", { dim_vec4s: u32, eps: f32 });
+/// Threads per workgroup and vectors of 4 values a thread (ROUNDS) for rows of `dim` values:
+/// a thread per vector up to the adapter's (or 1,024) threads, in whole 32-lane groups with
+/// subgroups and as a power of two for the shared-memory tree without. H200, tg128 at depth
+/// 0: Llama 3.2 3B 494 -> 502 tokens/s, Gemma 3 4B 356 -> 373 against at most 256 threads
+/// holding several vectors each.
+fn workgroup_shape(ctx: &GpuContext, dim: u32) -> (u32, u32) {
+    let vectors = dim / 4;
+    let most = ctx.caps.max_workgroup_invocations.min(1024);
+    let threads = if ctx.caps.subgroups {
+        vectors.next_multiple_of(32).min(most)
+    } else {
+        vectors.next_power_of_two().clamp(64, most)
+    };
+    (threads, vectors.div_ceil(threads))
 }
 
 /// The tensors of a residual step, all rows of the hidden width.
@@ -77,21 +71,23 @@ pub fn record_residual_norm(
     }
     check_same_rows(KERNEL, ("block output", rows.block_out), ("residual stream", rows.hidden))?;
     check_same_rows(KERNEL, ("normed", rows.normed), ("residual stream", rows.hidden))?;
-    let params = ctx.uniform_buffer(label, &ResidualNormParams { dim_vec4s: dim / 4, eps, _pad: [0; 2] });
-    let mut defines = vec![Define::u32("WG", workgroup_size(ctx, dim))];
-    let mut buffers = vec![
-        rows.block_out.buffer(),
-        rows.hidden.buffer(),
-        next_norm.buffer(),
-        rows.normed.buffer(),
-        step.buffer(),
-        &params,
+    let (threads, rounds) = workgroup_shape(ctx, dim);
+    let mut defines = vec![
+        Define::u32("WG", threads),
+        Define::u32("ROUNDS", rounds),
+        Define::u32("DIM_VEC4S", dim / 4),
+        Define::f32("EPS", eps),
     ];
+    if ctx.caps.subgroups {
+        defines.push(Define::flag("SUBGROUPS"));
+    }
+    let buffers = [rows.block_out, rows.hidden, next_norm, rows.normed].map(GpuTensor::buffer);
+    let mut bound: Vec<(u32, &wgpu::Buffer)> = (0..).zip(buffers).collect();
+    bound.push((4, step.buffer()));
     if let Some(post_norm) = post_norm {
         defines.push(Define::flag("POST_NORM"));
-        buffers.push(post_norm.buffer());
+        bound.push((6, post_norm.buffer()));
     }
-    let mut bound: Vec<(u32, &wgpu::Buffer)> = (0..).zip(buffers).collect();
     if let Some(q8) = rows.normed_q8 {
         if q8.len != dim {
             return Err(KernelError::InvalidShape {

@@ -250,8 +250,9 @@ pub(crate) fn chunk_label(label: &str, w: &GpuMatrix, index: usize) -> String {
     }
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
+/// matmul_vector.wgsl's `Params`, which it takes as defines (`defines`): the products run
+/// back to back in decode, and a uniform's load stood before every weight load of each.
+#[derive(Clone, Copy)]
 struct MatvecParams {
     rows: u32,
     blocks_per_row: u32,
@@ -260,13 +261,6 @@ struct MatvecParams {
     second: u32,
     third: u32,
     eps: f32,
-    _pad: u32,
-}
-
-#[cfg(test)]
-#[test]
-fn matvec_params_match_wgsl() {
-    super::wgsl_layout::assert_wgsl_layout!(MatvecParams, "matmul_vector.wgsl", "Params", { rows: u32, blocks_per_row: u32, row_bytes: u32, output_offset: u32, second: u32, third: u32, eps: f32 });
 }
 
 impl MatvecParams {
@@ -281,8 +275,20 @@ impl MatvecParams {
             second: rows,
             third: rows,
             eps: 0.0,
-            _pad: 0,
         }
+    }
+
+    /// The fields as the shader's P_* defines.
+    fn defines(&self) -> [Define; 7] {
+        [
+            Define::u32("P_ROWS", self.rows),
+            Define::u32("P_BLOCKS_PER_ROW", self.blocks_per_row),
+            Define::u32("P_ROW_BYTES", self.row_bytes),
+            Define::u32("P_OUTPUT_OFFSET", self.output_offset),
+            Define::u32("P_SECOND", self.second),
+            Define::u32("P_THIRD", self.third),
+            Define::f32("P_EPS", self.eps),
+        ]
     }
 }
 
@@ -475,9 +481,8 @@ fn matvec_dispatch(
         }
         MatvecInput::Q8(q8) => &q8.words,
     };
-    let params_buffer = ctx.uniform_buffer(label, &params);
-    let mut bound =
-        vec![(0, &chunk.buffer), (1, source.buffer()), (2, outputs[0].buffer()), (3, &params_buffer)];
+    defines.extend(params.defines());
+    let mut bound = vec![(0, &chunk.buffer), (1, source.buffer()), (2, outputs[0].buffer())];
     bound.extend(outputs[1..].iter().zip(4..).map(|(tensor, binding)| (binding, tensor.buffer())));
     if let MatvecInput::Q8(q8) = input {
         defines.push(Define::flag("Q8_INPUT"));
