@@ -6,8 +6,8 @@
 // hidden and the norm weights) at once, before the first reduction, and keeps the new hidden
 // values in registers; the row's size and epsilon are defines (DIM_VEC4S, EPS), not a
 // uniform whose load would come first; the step's token count is read only past token 0,
-// which every step has; and with SUBGROUPS the reductions take one barrier each (Q8_OUT's
-// block maxima none), where a shared-memory tree over a thousand threads took ten.
+// which every step has; and with SUBGROUPS the two sums take one barrier each, where a
+// shared-memory tree over a thousand threads took ten.
 // Q8_OUT (decode): the step's first normed row is also written in Q8 form (q8_block.wgsl) for
 // the products that read it so.
 #include "step.wgsl"

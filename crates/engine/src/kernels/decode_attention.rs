@@ -330,7 +330,7 @@ fn record_split_attention(
         partial_buffers.extend([qk.rows.k.buffer(), qk.rows.v.buffer()]);
         partial_buffers.extend(qk.table_and_norms());
     }
-    // Binding 6 was the parameters' uniform.
+    // Binding 6 stays free: the parameters are defines.
     let bound: Vec<(u32, &wgpu::Buffer)> = (0..6).chain(7..).zip(partial_buffers).collect();
     ops.push(make_numbered_dispatch(
         ctx,
@@ -396,7 +396,8 @@ mod tests {
         defines
     }
 
-    /// The slices kernels take a layer's parameters as defines; any values translate.
+    /// The slices kernels take a layer's parameters as defines, which naga folds: a real
+    /// layer's, since zero heads would divide by zero.
     fn with_params(mut defines: Vec<Define>) -> Vec<Define> {
         defines.extend(AttentionParams::example().defines());
         defines
