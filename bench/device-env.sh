@@ -59,9 +59,17 @@ lease_prepare() {
 # tg128 BINARY SHAPE DEPTH LABEL [SWITCH]: one line of decode tokens/s, `doppler bench --runs 2` after a
 # 64-token prompt at DEPTH, with SWITCH (NAME=VALUE: a build's temporary switch) set in its environment.
 tg128() {
-  env ${5:-NO_SWITCH=1} timeout 60 $B/$1 bench --model $M/$2.gguf --runs 2 --depth $3 --prompt-tokens 64 \
+  env ${5:-} timeout 60 $B/$1 bench --model $M/$2.gguf --runs 2 --depth $3 --prompt-tokens 64 \
     --gen-tokens 128 --json > $M/bench.json 2> $M/bench.err || tail -3 $M/bench.err
   python3 -c "import json; r = json.load(open('$M/bench.json')); print('$4 $2 d$3 $1 ${5:-} tg128', round(r['tg_tokens_per_second']['mean'], 1))"
+}
+
+# pp512 BINARY SHAPE DEPTH LABEL [SWITCH]: one line of prefill tokens/s, `doppler bench --runs 2` of a 512-token
+# prompt at DEPTH, as tg128.
+pp512() {
+  env ${5:-} timeout 90 $B/$1 bench --model $M/$2.gguf --runs 2 --depth $3 --prompt-tokens 512 \
+    --gen-tokens 4 --json > $M/bench.json 2> $M/bench.err || tail -3 $M/bench.err
+  python3 -c "import json; r = json.load(open('$M/bench.json')); print('$4 $2 d$3 $1 ${5:-} pp512', round(r['pp_tokens_per_second']['mean']))"
 }
 
 # compare_tg128 SHAPE...: doppler-base against doppler, two interleaved rounds at depth 0 and one at 4096.

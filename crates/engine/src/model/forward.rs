@@ -149,9 +149,14 @@ fn matrices(stacks: &[StackedMatrix]) -> Vec<&GpuMatrix> {
 }
 
 /// Weight bytes below which the products of a decode input read it as f32 rather than have it
-/// quantized by a dispatch of its own, which costs about what the Q8 form saves on that much
-/// (H100, Llama 3.1 8B's products: 27% less time at ~1 TB/s; a quantization 4.5-5.3 µs).
-const MIN_QUANTIZED_WEIGHT_BYTES: u64 = 16 << 20;
+/// quantized by a dispatch of its own. The feed-forward's gated output into ffn_down is the
+/// input this decides: on an H200 (`bench/results/2026-11-30-h200-q8-down-input/`) quantizing it
+/// for every size took tg128 at depth 0 from 477 to 497 tokens/s on Llama 3.2 3B all IQ4_XS
+/// (13 MiB of ffn_down), 510 to 531 on its Q4_K_M mix, 382 to 398 on Qwen3 4B, 1,059 to 1,083 on
+/// Llama 3.2 1B and 737 to 741 on Gemma 3 1B (its ffn_down 4.3-6.3 MiB), where a 16 MiB bound left
+/// them f32.
+/// Smaller matrices than Gemma 3 1B's were not measured and keep the f32 input.
+const MIN_QUANTIZED_WEIGHT_BYTES: u64 = 4 << 20;
 
 /// Storage buffers a decode product binds at most with a bias: weights, input, three outputs,
 /// the bias, and a normed input's norm, residual stream in and out and post-norm.
