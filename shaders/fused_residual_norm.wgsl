@@ -6,8 +6,8 @@
 // hidden and the norm weights) at once, before the first reduction, and keeps the new hidden
 // values in registers; the row's size and epsilon are defines (DIM_VEC4S, EPS), not a
 // uniform whose load would come first; the step's token count is read only past token 0,
-// which every step has; and with SUBGROUPS the two sums take one barrier each, where a
-// shared-memory tree over a thousand threads took ten.
+// which every step has; and with SUBGROUPS the two sums take one barrier each
+// (workgroup_total.wgsl), where a shared-memory tree over a thousand threads took ten.
 // Q8_OUT (decode): the step's first normed row is also written in Q8 form (q8_block.wgsl) for
 // the products that read it so.
 #include "step.wgsl"
@@ -26,22 +26,10 @@
 #include "q8_block.wgsl"
 #endif
 
-#ifdef SUBGROUPS
-#include "subgroup_sum.wgsl"
+#include "workgroup_total.wgsl"
 
-fn row_sum(ids: vec4<u32>, value: f32) -> f32 {
-    return workgroup_sum_by_subgroups(value, ids.y, ids.z, ids.w);
-}
-#else
-#include "workgroup_reduce.wgsl"
-
-fn row_sum(ids: vec4<u32>, value: f32) -> f32 {
-    return workgroup_sum(ids.x, value);
-}
-#endif
-
-fn rms_scale(ids: vec4<u32>, sum_of_squares: f32) -> f32 {
-    return inverseSqrt(row_sum(ids, sum_of_squares) / f32(DIM_VEC4S * 4u) + EPS);
+fn rms_scale(ids: Ids, sum_of_squares: f32) -> f32 {
+    return inverseSqrt(workgroup_total(ids, sum_of_squares) / f32(DIM_VEC4S * 4u) + EPS);
 }
 
 @compute @workgroup_size(WG)
@@ -56,9 +44,9 @@ fn main(
 #endif
 ) {
 #ifdef SUBGROUPS
-    let ids = vec4<u32>(lid, lane, subgroup, subgroups);
+    let ids = Ids(lid, lane, subgroup, subgroups);
 #else
-    let ids = vec4<u32>(lid, 0u, 0u, 1u);
+    let ids = Ids(lid, 0u, 0u, 1u);
 #endif
     let token = wid.x + wid.y * nwg.x;
     // Only a grid folded into two dimensions has workgroups past the step's tokens.

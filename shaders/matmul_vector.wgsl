@@ -103,33 +103,13 @@ const SUMS = ROWS;
 // subgroups of one thread) or one per thread.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
-// A thread's place in its workgroup (subgroup fields unused without SUBGROUPS).
-struct Ids {
-    lid: u32,
-    lane: u32,
-    subgroup: u32,
-    subgroups: u32,
-}
+#include "workgroup_total.wgsl"
 
 #ifdef NORMED_INPUT
-#ifdef SUBGROUPS
-#include "subgroup_sum.wgsl"
-#else
-#include "workgroup_reduce.wgsl"
-#endif
 
 // h·norm_w of the normed input, X_VEC4S (the row length / 4) vectors; the products are
 // scaled by the norm's 1/rms at the end rather than every value here.
 var<workgroup> x_normed: array<vec4<f32>, X_VEC4S>;
-
-// The sum over the workgroup of one value per thread, for every thread.
-fn workgroup_total(ids: Ids, value: f32) -> f32 {
-#ifdef SUBGROUPS
-    return workgroup_sum_by_subgroups(value, ids.lane, ids.subgroup, ids.subgroups);
-#else
-    return workgroup_sum(ids.lid, value);
-#endif
-}
 
 fn rms_scale(ids: Ids, sum_of_squares: f32) -> f32 {
     return inverseSqrt(workgroup_total(ids, sum_of_squares) / f32(X_VEC4S * 4u) + params.eps);
