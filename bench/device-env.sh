@@ -44,8 +44,9 @@ gpu_tests() {
 }
 
 # lease_prepare: the first call of issue 17's done-when lease, after .llama-carry/build.sh started llama.cpp's
-# builds: bench/matrix.sh prepare in the background (it waits for the builds; `wait` for it), the GPU tests,
-# bench/heldout.sh's F16 bases, and the matrix's synth files, which it returns once written.
+# builds: bench/matrix.sh prepare in the background (it waits for the builds; lease_finish waits for it), the GPU
+# tests, bench/heldout.sh's F16 bases, and the matrix's synth files, which it returns once written, linked into
+# $M for tg128.
 lease_prepare() {
   df -h /tmp | tail -1
   bash bench/matrix.sh prepare > /tmp/matrix-prepare.log 2>&1 &
@@ -54,6 +55,16 @@ lease_prepare() {
   bash bench/heldout.sh bases
   while kill -0 $matrix 2>/dev/null && ! grep -q "phi3.5-mini.gguf" /tmp/matrix-prepare.log; do sleep 3; done
   echo "synth done after ${SECONDS}s"
+  local f
+  for f in /tmp/matrix/*.gguf; do ln -sf $f $M/; done
+}
+
+# lease_finish: the end of that call, once its own benches are done: waits for llama.cpp's builds (bench/matrix.sh
+# prepare) and prints that log and the disk left.
+lease_finish() {
+  wait
+  cat /tmp/matrix-prepare.log
+  df -h /tmp | tail -1
 }
 
 # tg128 BINARY SHAPE DEPTH LABEL [SWITCH]: one line of decode tokens/s, `doppler bench --runs 2` after a

@@ -11,13 +11,10 @@
 set -uo pipefail
 source bench/device-env.sh
 lease_prepare
-for f in /tmp/matrix/*.gguf; do ln -sf $f $M/; done
 for depth in 0 4096; do
   for shape in 270m 4b phi3.5-mini qwen2.5-1.5b qwen2.5-7b; do
     tg128 doppler-base $shape $depth r1; tg128 doppler $shape $depth r1
   done
 done
 echo "tg128 after ${SECONDS}s"
-wait
-cat /tmp/matrix-prepare.log
-df -h /tmp | tail -1
+lease_finish

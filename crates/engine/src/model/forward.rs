@@ -154,8 +154,7 @@ fn matrices(stacks: &[StackedMatrix]) -> Vec<&GpuMatrix> {
 /// for every size took tg128 at depth 0 from 477 to 497 tokens/s on Llama 3.2 3B all IQ4_XS
 /// (13 MiB of ffn_down), 510 to 531 on its Q4_K_M mix, 382 to 398 on Qwen3 4B, 1,059 to 1,083 on
 /// Llama 3.2 1B and 737 to 741 on Gemma 3 1B (its ffn_down 4.3-6.3 MiB), where a 16 MiB bound left
-/// them f32.
-/// Smaller matrices than Gemma 3 1B's were not measured and keep the f32 input.
+/// them f32. Smaller matrices than Gemma 3 1B's were not measured and keep the f32 input.
 const MIN_QUANTIZED_WEIGHT_BYTES: u64 = 4 << 20;
 
 /// Storage buffers a decode product binds at most with a bias: weights, input, three outputs,
