@@ -9,15 +9,13 @@
 // the gate rows) the rows come out interleaved 16 at a time for matmul_half.wgsl's GATED: out
 // rows 32g .. 32g + 15 are W rows 16g .., out rows 32g + 16 .. the same rows + pair_offset.
 // The rows land from out row `out_row0` on (the parts of matmul_half.wgsl's STACKED).
+// The matrix's ROW_LEN (values) and ROW_BYTES are defines: a thread's row and column come
+// from a division by the values a row, a multiply and shift where it is a constant.
 struct Params {
     rows: u32,
-    row_len: u32,
-    row_bytes: u32,
     weight_row0: u32,
     pair_offset: u32,
     out_row0: u32,
-    _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> weights: array<u32>;
@@ -32,17 +30,18 @@ const VALUES = 8u;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     load_value_table(lid);
-    let per_row = params.row_len / VALUES;
+    const PER_ROW = ROW_LEN / VALUES;
     let index = (wid.x + wid.y * nwg.x) * WG + lid;
-    if (index >= params.rows * per_row) {
+    if (index >= params.rows * PER_ROW) {
         return;
     }
-    let row = index / per_row;
+    let row = index / PER_ROW;
     var weight_row = params.weight_row0 + row;
     if (params.pair_offset > 0u) {
         weight_row = params.weight_row0 + (row / 32u) * 16u + row % 16u + select(0u, params.pair_offset, (row & 16u) != 0u);
     }
-    let k = (index % per_row) * VALUES;
-    let block_byte = weight_row * params.row_bytes + (k / BLOCK_LEN) * BLOCK_BYTES;
-    out[params.out_row0 * per_row + index] = vec4<u32>(half_pack(dequant4(block_byte, k % BLOCK_LEN)), half_pack(dequant4(block_byte, k % BLOCK_LEN + 4u)));
+    let k = (index % PER_ROW) * VALUES;
+    let block_byte = weight_row * ROW_BYTES + (k / BLOCK_LEN) * BLOCK_BYTES;
+    let values = dequant8(block_byte, k % BLOCK_LEN);
+    out[params.out_row0 * PER_ROW + index] = vec4<u32>(half_pack(values.low), half_pack(values.high));
 }

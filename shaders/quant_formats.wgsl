@@ -5,6 +5,8 @@
 //     blocks of 16 values, so their rows must hold a multiple of 16 values.
 //   dequant4(block_byte, k) -> vec4<f32>: values k..k+3 of the block (k % 4 == 0), for the
 //     tiled matmul and the embedding gather.
+//   dequant8(block_byte, k) -> Values8: values k..k+7 (k % 8 == 0), for the conversion to f16;
+//     the K-quants decode their scales once for the 8, the rest take two dequant4.
 //   PARTS, run_start(part, run), part_dot(block_byte, part, xs, x_sums) -> f32: for the
 //     matrix-vector kernel, where weight reads are the whole cost, the block is split into
 //     PARTS parts of 16 values whose bytes are read as whole words exactly once. A part is 4
@@ -39,6 +41,12 @@ struct Q8Runs {
     words: vec4<u32>,
     scales: vec4<f32>,
     sums: vec4<f32>,
+}
+
+// Values k..k+7 of a block: k..k+3 in `low`, k+4..k+7 in `high`.
+struct Values8 {
+    low: vec4<f32>,
+    high: vec4<f32>,
 }
 
 fn runs_dot(w: Runs, xs: Runs) -> f32 {
@@ -436,6 +444,16 @@ fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     return sm.x * byte_values(nibbles(q, (sub_block & 1u) * 4u), 0.0) - sm.y;
 }
 
+// Eight values lie in one sub-block: one scale, two words of quants.
+fn dequant8(block_byte: u32, k: u32) -> Values8 {
+    let dm = unpack2x16float(word_at(block_byte));
+    let sub_block = k >> 5u;
+    let sm = k_scale_min(block_byte + 4u, sub_block) * dm;
+    let w = (block_byte + 16u + (k >> 6u) * 32u + (k & 31u)) >> 2u;
+    let shift = (sub_block & 1u) * 4u;
+    return Values8(sm.x * byte_values(nibbles(weights[w], shift), 0.0) - sm.y, sm.x * byte_values(nibbles(weights[w + 1u], shift), 0.0) - sm.y);
+}
+
 // Part p holds qs bytes 32j+8i..32j+8i+7 (j = p/4, i = p%4): its low nibbles, then its high.
 fn k_part_quants(block_byte: u32, part: u32) -> vec4<u32> {
     let w = (block_byte + 16u + (part >> 2u) * 32u + (part & 3u) * 8u) >> 2u;
@@ -474,6 +492,19 @@ fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
     let q = word_at(block_byte + 48u + (k >> 6u) * 32u + (k & 31u));
     let qh = word_at(block_byte + 16u + (k & 31u));
     return sm.x * byte_values(q5k_bits(q, (sub_block & 1u) * 4u, qh, sub_block), 0.0) - sm.y;
+}
+
+// As Q4_K's, with two words of fifth bits.
+fn dequant8(block_byte: u32, k: u32) -> Values8 {
+    let dm = unpack2x16float(word_at(block_byte));
+    let sub_block = k >> 5u;
+    let sm = k_scale_min(block_byte + 4u, sub_block) * dm;
+    let w = (block_byte + 48u + (k >> 6u) * 32u + (k & 31u)) >> 2u;
+    let h = (block_byte + 16u + (k & 31u)) >> 2u;
+    let shift = (sub_block & 1u) * 4u;
+    let low = byte_values(q5k_bits(weights[w], shift, weights[h], sub_block), 0.0);
+    let high = byte_values(q5k_bits(weights[w + 1u], shift, weights[h + 1u], sub_block), 0.0);
+    return Values8(sm.x * low - sm.y, sm.x * high - sm.y);
 }
 
 // Parts as in Q4_K, their fifth bits in qh bytes 8i..8i+7.
@@ -529,14 +560,36 @@ fn q6_bytes(low: u32, shift: u32, qh: u32, quadrant: u32) -> u32 {
     return nibbles(low, shift) | (((qh >> (2u * quadrant)) & 0x03030303u) << 4u);
 }
 
-fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+// Where values k.. (k % 4 == 0, within one 16-value scale) lie: their low bits from byte
+// `low` at nibble `shift`, their high bits from byte `high` at quadrant `quadrant`'s field,
+// their scale with d applied.
+struct Q6Run {
+    low: u32,
+    high: u32,
+    shift: u32,
+    quadrant: u32,
+    scale: f32,
+}
+
+fn q6_run(block_byte: u32, k: u32) -> Q6Run {
     let half_block = k >> 7u;
     let quadrant = (k >> 5u) & 3u;
     let l = k & 31u;
-    let low = word_even(block_byte + half_block * 64u + (quadrant & 1u) * 32u + l);
-    let qh = word_even(block_byte + 128u + half_block * 32u + l);
     let scale = half_at(block_byte + 208u) * q6_scale(block_byte, half_block * 8u + quadrant * 2u + (l >> 4u));
-    return scale * q6_values(low, (quadrant >> 1u) * 4u, qh, quadrant);
+    return Q6Run(block_byte + half_block * 64u + (quadrant & 1u) * 32u + l, block_byte + 128u + half_block * 32u + l, (quadrant >> 1u) * 4u, quadrant, scale);
+}
+
+fn dequant4(block_byte: u32, k: u32) -> vec4<f32> {
+    let run = q6_run(block_byte, k);
+    return run.scale * q6_values(word_even(run.low), run.shift, word_even(run.high), run.quadrant);
+}
+
+// Eight values share a scale (16 do).
+fn dequant8(block_byte: u32, k: u32) -> Values8 {
+    let run = q6_run(block_byte, k);
+    let low = words2_even(run.low);
+    let qh = words2_even(run.high);
+    return Values8(run.scale * q6_values(low.x, run.shift, qh.x, run.quadrant), run.scale * q6_values(low.y, run.shift, qh.y, run.quadrant));
 }
 
 // Part p covers l = 4(p%8)..4(p%8)+3 of all four quadrants of half p/8.
@@ -820,4 +873,15 @@ fn block_scale(block_byte: u32) -> f32 {
     return bitcast<f32>(select((e - 1u) << 23u, 0x00200000u << e, e < 2u));
 }
 #include "quant_table_block.wgsl"
+#endif
+
+// The other types read a word or two of scale a value run: two dequant4.
+#ifndef TYPE_Q4_K
+#ifndef TYPE_Q5_K
+#ifndef TYPE_Q6_K
+fn dequant8(block_byte: u32, k: u32) -> Values8 {
+    return Values8(dequant4(block_byte, k), dequant4(block_byte, k + 4u));
+}
+#endif
+#endif
 #endif

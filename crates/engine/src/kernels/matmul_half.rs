@@ -163,12 +163,9 @@ impl HalfOperands {
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct DequantizeParams {
     rows: u32,
-    row_len: u32,
-    row_bytes: u32,
     weight_row0: u32,
     pair_offset: u32,
     out_row0: u32,
-    _pad: [u32; 2],
 }
 
 #[repr(C)]
@@ -248,7 +245,7 @@ fn product_dispatch(
 #[cfg(test)]
 #[test]
 fn params_match_wgsl() {
-    super::wgsl_layout::assert_wgsl_layout!(DequantizeParams, "dequantize_half.wgsl", "Params", { rows: u32, row_len: u32, row_bytes: u32, weight_row0: u32, pair_offset: u32, out_row0: u32 });
+    super::wgsl_layout::assert_wgsl_layout!(DequantizeParams, "dequantize_half.wgsl", "Params", { rows: u32, weight_row0: u32, pair_offset: u32, out_row0: u32 });
     super::wgsl_layout::assert_wgsl_layout!(ConvertParams, "convert_half.wgsl", "Params", { row_len: u32, max_tokens: u32 });
     super::wgsl_layout::assert_wgsl_layout!(ProductParams, "matmul_half.wgsl", "Params", { rows: u32, row_len: u32, out_stride: u32, first_row: u32, row_tiles: u32, max_tokens: u32, splits: u32, split_len: u32, split_stride: u32, part1_row: u32, part2_row: u32 });
 }
@@ -643,18 +640,15 @@ fn dequantize_pairs_dispatch(
     (out, out_row0): (&GpuTensor, u32),
 ) -> Result<Dispatch, KernelError> {
     let out_rows = if pair_offset > 0 { 2 * rows.len() as u32 } else { rows.len() as u32 };
-    let defines = [weight_type_define("f16 dequantization", w)?, Define::u32("WG", CONVERT_THREADS)];
+    let defines = [
+        weight_type_define("f16 dequantization", w)?,
+        Define::u32("WG", CONVERT_THREADS),
+        Define::u32("ROW_LEN", w.row_len),
+        Define::u32("ROW_BYTES", w.row_bytes as u32),
+    ];
     let params = ctx.uniform_buffer(
         label,
-        &DequantizeParams {
-            rows: out_rows,
-            row_len: w.row_len,
-            row_bytes: w.row_bytes as u32,
-            weight_row0: rows.start,
-            pair_offset,
-            out_row0,
-            _pad: [0; 2],
-        },
+        &DequantizeParams { rows: out_rows, weight_row0: rows.start, pair_offset, out_row0 },
     );
     let threads = out_rows * (w.row_len / DEQUANTIZED_PER_THREAD);
     let workgroups = grid(threads.div_ceil(CONVERT_THREADS), ctx.caps.max_workgroups_per_dimension);
@@ -698,7 +692,14 @@ mod translation_tests {
         }
         translate("convert_half.wgsl", &[Define::u32("WG", CONVERT_THREADS)]);
         for ty in SUPPORTED_TYPES {
-            translate("dequantize_half.wgsl", &[type_define(ty), Define::u32("WG", CONVERT_THREADS)]);
+            let row = [
+                Define::u32("ROW_LEN", 2_048),
+                Define::u32("ROW_BYTES", 2_048 / ty.block_len() as u32 * ty.block_bytes() as u32),
+            ];
+            translate(
+                "dequantize_half.wgsl",
+                &[[type_define(ty), Define::u32("WG", CONVERT_THREADS)].as_slice(), &row].concat(),
+            );
         }
     }
 }
