@@ -1,6 +1,6 @@
 #!/bin/bash
-# The H200's logits after a fixed ~300-token prompt (prompt.txt), for comparison with lavapipe's
-# (compare.sh): synthetic files of three shapes, whose prefill takes the f16 tensor-core products and the
+# The H200's logits after a fixed 350-token prompt (prompt.txt), for comparison with lavapipe's
+# (lavapipe.sh, compare.py): synthetic files of three shapes, whose prefill takes the f16 tensor-core products and the
 # cooperative-matrix attention there (lavapipe runs the f32 kernels), and the same with
 # DOPPLER_DISABLE_COOPERATIVE_MATRIX=1. Carry .gl and .device-carry (doppler).
 set -uo pipefail

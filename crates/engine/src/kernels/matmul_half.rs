@@ -694,7 +694,7 @@ mod translation_tests {
         for ty in SUPPORTED_TYPES {
             let row = [
                 Define::u32("ROW_LEN", 2_048),
-                Define::u32("ROW_BYTES", 2_048 / ty.block_len() as u32 * ty.block_bytes() as u32),
+                Define::u32("ROW_BYTES", ty.row_bytes(2_048).unwrap() as u32),
             ];
             translate(
                 "dequantize_half.wgsl",
